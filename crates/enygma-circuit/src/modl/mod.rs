@@ -1,0 +1,88 @@
+//! Reduction modulo L, the order of Baby Jubjub's prime subgroup.
+//!
+//! The reference reduces hash outputs "mod L" in checks 2, 4, 5, 6, 8 and 14: the integer
+//! remainder of the field element's canonical value. Since L < r < 8L, the quotient is at most 7,
+//! and `7L + rem` stays below r only when `rem < r − 7L`: the gadget in [`constraints`] enforces
+//! exactly these bounds, so that the remainder is the one this native function computes.
+
+pub mod constraints;
+
+use std::sync::OnceLock;
+
+use ark_ff::{BigInteger, PrimeField};
+use num_bigint::BigUint;
+
+use crate::Fr;
+
+/// L as a decimal string (the reference's `JubJubPrimeSubGroup`).
+pub const L_DECIMAL: &str =
+    "2736030358979909402780800718157159386076813972158567259200215660948447373041";
+
+/// L has 251 bits: every remainder fits in 251 bits.
+pub const L_BITS: usize = 251;
+
+pub fn l_biguint() -> &'static BigUint {
+    static L: OnceLock<BigUint> = OnceLock::new();
+    L.get_or_init(|| L_DECIMAL.parse().expect("L is a decimal literal"))
+}
+
+/// L as an element of BN254's scalar field (L < r).
+pub fn l_fr() -> Fr {
+    Fr::from(l_biguint().clone())
+}
+
+/// L as the big integer of [`l_fr`], for scalar multiplication.
+pub fn l_fr_bigint() -> <Fr as PrimeField>::BigInt {
+    l_fr().into_bigint()
+}
+
+pub fn to_biguint(x: &Fr) -> BigUint {
+    BigUint::from_bytes_le(&x.into_bigint().to_bytes_le())
+}
+
+/// `(quotient, remainder)` of the canonical integer of `x` divided by L.
+pub fn div_rem(x: &Fr) -> (u8, Fr) {
+    let n = to_biguint(x);
+    let l = l_biguint();
+    let q = &n / l;
+    let rem = &n % l;
+    let q = u8::try_from(q).expect("r < 8L, so the quotient is at most 7");
+    (q, Fr::from(rem))
+}
+
+/// The canonical integer of `x` modulo L, as a field element.
+pub fn reduce(x: &Fr) -> Fr {
+    div_rem(x).1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ff::Field;
+
+    #[test]
+    fn l_fits_251_bits_and_r_is_below_8l() {
+        assert_eq!(l_biguint().bits(), L_BITS as u64);
+        let r = BigUint::from_bytes_le(&Fr::MODULUS.to_bytes_le());
+        assert!(&r < &(l_biguint() * 8u32) && &r > &(l_biguint() * 7u32));
+    }
+
+    #[test]
+    fn reduces_edges() {
+        let l = l_fr();
+        assert_eq!(div_rem(&Fr::from(0u64)), (0, Fr::from(0u64)));
+        assert_eq!(div_rem(&l), (1, Fr::from(0u64)));
+        assert_eq!(div_rem(&(l - Fr::ONE)), (0, l - Fr::ONE));
+        // The largest field element: r − 1 = 7L + (r − 7L − 1).
+        let minus_one = -Fr::ONE;
+        let (q, rem) = div_rem(&minus_one);
+        assert_eq!(q, 7);
+        assert_eq!(Fr::from(7u64) * l + rem, minus_one);
+    }
+}
+
+/// `true` when `x`'s canonical integer is a multiple of L (0, L, …, 7L): check 9's test that
+/// Pedersen of a sum is the identity, without multiplying anything.
+pub fn is_multiple_of_l(x: &Fr) -> bool {
+    div_rem(x).1 == Fr::from(0u64)
+}
