@@ -1,0 +1,306 @@
+//! The A/B runner: the same schedule against the server started `--unlimited` (like the
+//! reference) and with its capped defaults, optionally against the reference itself, then a
+//! sweep of `--max-inflight` x `--prove-threads`; writes both reports, a side-by-side table
+//! and names the best setting.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::ab_report;
+use crate::cli::{AbArgs, ScheduleArgs};
+use crate::machine;
+use crate::report::Report;
+use crate::run::{self, shell_quote, Job, Target};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    A,
+    B,
+    Reference,
+    Sweep,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Variant {
+    /// Directory name and column header.
+    pub name: String,
+    pub role: Role,
+    /// Flags this variant adds to the server command.
+    pub flags: String,
+    pub command: String,
+    pub url: String,
+    pub dir: Option<PathBuf>,
+    /// (max_inflight, prove_threads) for sweep entries.
+    pub setting: Option<(usize, usize)>,
+}
+
+/// `1x2,2x1,4x1` → [(1,2),(2,1),(4,1)]; `none` → [].
+pub fn parse_sweep(s: &str) -> Result<Vec<(usize, usize)>> {
+    let s = s.trim();
+    if s.is_empty() || s.eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    s.split(',')
+        .map(|x| {
+            let (a, b) = x
+                .trim()
+                .split_once(['x', 'X'])
+                .with_context(|| format!("sweep entry {x:?}: expected MAXxTHREADS"))?;
+            let (a, b): (usize, usize) = (a.trim().parse()?, b.trim().parse()?);
+            if a == 0 || b == 0 {
+                bail!("sweep entry {x:?}: both numbers must be positive");
+            }
+            Ok((a, b))
+        })
+        .collect()
+}
+
+pub fn variants(a: &AbArgs) -> Result<Vec<Variant>> {
+    let url = format!("http://{}:{}", a.bind, a.port);
+    let base = format!(
+        "{} --bind {} --port {} --keys-dir {}{}{}",
+        a.server_cmd,
+        a.bind,
+        a.port,
+        shell_quote(&a.keys_dir.display().to_string()),
+        if a.server_args.trim().is_empty() {
+            ""
+        } else {
+            " "
+        },
+        a.server_args.trim()
+    );
+    let mk = |name: &str, role, flags: String, setting| Variant {
+        name: name.into(),
+        role,
+        command: if flags.is_empty() {
+            base.clone()
+        } else {
+            format!("{base} {flags}")
+        },
+        flags,
+        url: url.clone(),
+        dir: None,
+        setting,
+    };
+    let mut v = vec![
+        mk("unlimited", Role::A, "--unlimited".into(), None),
+        mk("capped", Role::B, String::new(), None),
+    ];
+    if let Some(cmd) = &a.reference_cmd {
+        v.push(Variant {
+            name: "reference".into(),
+            role: Role::Reference,
+            flags: String::new(),
+            command: cmd.clone(),
+            url: a.reference_url.clone(),
+            dir: a.reference_dir.clone(),
+            setting: None,
+        });
+    }
+    for (m, t) in parse_sweep(&a.sweep)? {
+        v.push(mk(
+            &format!("sweep-{m}x{t}"),
+            Role::Sweep,
+            format!("--max-inflight {m} --prove-threads {t}"),
+            Some((m, t)),
+        ));
+    }
+    Ok(v)
+}
+
+pub fn default_out_dir() -> PathBuf {
+    let m = machine::detect();
+    PathBuf::from("benches/results").join(format!(
+        "{}-{}",
+        machine::today_utc(),
+        machine::slug(&m.cpu_model)
+    ))
+}
+
+/// Entry point of `enygma-loadgen ab`.
+pub async fn main(args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
+    let vars = variants(&args)?;
+    let out = args.out.clone().unwrap_or_else(default_out_dir);
+    // benches/run_load.sh passes the one command that reproduces it; else our own command line.
+    let invoked = std::env::args()
+        .map(|a| shell_quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cmdline = match std::env::var("ENYGMA_RUN_LOAD_CMD") {
+        Ok(script) if !script.trim().is_empty() => script,
+        _ => invoked.clone(),
+    };
+    let exe = args.server_cmd.split_whitespace().next().unwrap_or("");
+    let pool = crate::pool::Pool::load(&args.schedule.requests)?;
+    eprintln!(
+        "A/B into {}: {} variants, {} request bodies ({} distinct)",
+        out.display(),
+        vars.len(),
+        pool.len(),
+        pool.distinct()
+    );
+    for v in &vars {
+        eprintln!("  {:<14} {}", v.name, v.command);
+    }
+    let per = |sweep: bool| {
+        let mut sc = args.schedule.spec();
+        if sweep {
+            if let Some(l) = &args.sweep_levels {
+                sc.levels = l.0.clone();
+            }
+            if !args.sweep_soak {
+                sc.soak = None;
+            }
+        }
+        crate::schedule::nominal_time(&crate::schedule::build_phases(&sc)).as_secs_f64()
+    };
+    let total: f64 = vars.iter().map(|v| per(v.role == Role::Sweep)).sum();
+    eprintln!(
+        "schedule: {:.0} s per variant ({:.0} s per sweep variant); at least {:.0} min in all, plus server start-ups",
+        per(false),
+        per(true),
+        total / 60.0
+    );
+    if !Path::new(exe).exists() && !exe.contains('/') {
+        eprintln!("note: {exe:?} is not a path; it must be on PATH");
+    } else if !Path::new(exe).exists() {
+        bail!("server binary {exe} not found: build it first (cargo build --release -p enygma-server)");
+    }
+    if !args.keys_dir.is_dir() {
+        bail!("--keys-dir {} is not a directory", args.keys_dir.display());
+    }
+    if args.dry_run {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(
+        out.join("command.txt"),
+        format!("{cmdline}\n# which ran:\n{invoked}\n"),
+    )?;
+    let mut runs: Vec<(Variant, Report)> = Vec::new();
+    let mut failures: Vec<(String, String)> = Vec::new();
+    for v in &vars {
+        if abort.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let mut sched: ScheduleArgs = args.schedule.clone();
+        if v.role == Role::Sweep {
+            if let Some(l) = &args.sweep_levels {
+                sched.levels = l.clone();
+            }
+            if !args.sweep_soak {
+                sched.soak = None;
+            }
+        }
+        eprintln!("\n=== {} ===", v.name);
+        let result = run::execute(Job {
+            url: &v.url,
+            schedule: &sched,
+            target: Target::Spawn {
+                cmd: v.command.clone(),
+                dir: v.dir.clone(),
+            },
+            out: &out.join(&v.name),
+            label: Some(format!(
+                "{} ({})",
+                v.name,
+                if v.flags.is_empty() {
+                    "defaults"
+                } else {
+                    &v.flags
+                }
+            )),
+            abort: abort.clone(),
+        })
+        .await;
+        match result {
+            Ok(report) => runs.push((v.clone(), report)),
+            // Keep going: the other variants are still worth having (and a variant that cannot
+            // start or dies is itself a finding); the failure is listed in ab.md.
+            Err(e) => {
+                eprintln!("variant {} failed: {e:#}", v.name);
+                failures.push((v.name.clone(), format!("{e:#}")));
+            }
+        }
+    }
+    let levels = args.schedule.levels.0.clone();
+    let md = ab_report::write(&out, &runs, &levels, &failures, &cmdline)?;
+    eprintln!("\n{md}");
+    eprintln!(
+        "wrote {}/ab.md, ab.json, ab.svg and one directory per variant",
+        out.display()
+    );
+    if !failures.is_empty() {
+        bail!(
+            "{} variant(s) failed: {}",
+            failures.len(),
+            failures
+                .iter()
+                .map(|f| f.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variants_and_commands() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "enygma-loadgen",
+            "ab",
+            "--requests",
+            "r",
+            "--server-cmd",
+            "bin/srv",
+            "--keys-dir",
+            "my keys",
+            "--port",
+            "4000",
+            "--sweep",
+            "1x2",
+            "--reference-cmd",
+            "./ref",
+        ])
+        .unwrap();
+        let crate::cli::Command::Ab(a) = cli.command else {
+            panic!()
+        };
+        let v = variants(&a).unwrap();
+        let names: Vec<&str> = v.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["unlimited", "capped", "reference", "sweep-1x2"]);
+        assert_eq!(
+            v[0].command,
+            "bin/srv --bind 127.0.0.1 --port 4000 --keys-dir 'my keys' --unlimited"
+        );
+        assert_eq!(
+            v[1].command,
+            "bin/srv --bind 127.0.0.1 --port 4000 --keys-dir 'my keys'"
+        );
+        assert_eq!(v[2].url, "http://127.0.0.1:3003");
+        assert_eq!(v[3].command, "bin/srv --bind 127.0.0.1 --port 4000 --keys-dir 'my keys' --max-inflight 1 --prove-threads 2");
+        assert_eq!(v[3].setting, Some((1, 2)));
+    }
+
+    #[test]
+    fn sweep_parsing() {
+        assert_eq!(
+            parse_sweep("1x2,2x1,4x1").unwrap(),
+            vec![(1, 2), (2, 1), (4, 1)]
+        );
+        assert_eq!(parse_sweep("none").unwrap(), vec![]);
+        assert!(parse_sweep("1x0").is_err());
+        assert!(parse_sweep("3").is_err());
+    }
+}

@@ -1,0 +1,573 @@
+//! The A/B runner's own outputs: the best sweep setting, the side-by-side `ab.md`, `ab.svg`
+//! and `ab.json`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ab::{Role, Variant};
+use crate::chart::{self, Panel, Series};
+use crate::machine;
+use crate::output::{errors_cell, f1, f2};
+use crate::report::{LevelReport, Report};
+
+/// The best sweep setting: highest peak throughput; among settings within 5 % of it, the
+/// fewest errors, then the lowest p99 at the highest level, then the lowest peak RSS.
+pub fn pick_best<'a>(cands: &[(&'a Variant, &'a Report)]) -> Option<(&'a Variant, String)> {
+    let peak = |r: &Report| {
+        r.levels
+            .iter()
+            .map(|l| l.throughput_rps)
+            .fold(0.0, f64::max)
+    };
+    let errors = |r: &Report| {
+        r.levels
+            .iter()
+            .map(|l| l.errors.values().sum::<u64>())
+            .sum::<u64>()
+    };
+    let top_p99 = |r: &Report| {
+        r.levels
+            .last()
+            .and_then(|l| l.latency_ms)
+            .map_or(f64::INFINITY, |s| s.p99)
+    };
+    let rss = |r: &Report| {
+        r.levels
+            .iter()
+            .filter_map(|l| l.rss_peak_mb)
+            .fold(0.0, f64::max)
+    };
+    let best_peak = cands.iter().map(|(_, r)| peak(r)).fold(0.0, f64::max);
+    if best_peak <= 0.0 {
+        return None;
+    }
+    let mut close: Vec<&(&Variant, &Report)> = cands
+        .iter()
+        .filter(|(_, r)| peak(r) >= 0.95 * best_peak)
+        .collect();
+    close.sort_by(|(_, x), (_, y)| {
+        errors(x)
+            .cmp(&errors(y))
+            .then(top_p99(x).total_cmp(&top_p99(y)))
+            .then(rss(x).total_cmp(&rss(y)))
+            .then(peak(y).total_cmp(&peak(x)))
+    });
+    let (v, r) = close.first()?;
+    let why = format!(
+        "peak throughput {:.3} req/s (best of all settings {:.3}; settings within 5 % of it were ranked by \
+         errors, then p99 at the highest level, then peak RSS): {} errors, p99 {} ms at c={}, peak RSS {} MB",
+        peak(r),
+        best_peak,
+        errors(r),
+        f1(Some(top_p99(r)).filter(|x| x.is_finite())),
+        r.levels.last().map_or(0, |l| l.concurrency),
+        f1(Some(rss(r))),
+    );
+    Some((*v, why))
+}
+
+fn level(r: &Report, c: usize) -> Option<&LevelReport> {
+    r.levels.iter().find(|l| l.concurrency == c)
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "–".into(),
+    }
+}
+
+/// The side-by-side markdown (`ab.md`).
+pub fn render_ab(
+    runs: &[(Variant, Report)],
+    levels: &[usize],
+    best: Option<(&Variant, String)>,
+    cmdline: &str,
+) -> String {
+    let mut md = String::new();
+    let main: Vec<&(Variant, Report)> =
+        runs.iter().filter(|(v, _)| v.role != Role::Sweep).collect();
+    let Some((_, first)) = runs.first() else {
+        return md;
+    };
+    let m = &first.machine;
+    let s = &first.settings;
+    let _ = writeln!(
+        md,
+        "# A/B load test: enygma-server `--unlimited` vs capped defaults\n"
+    );
+    let _ = writeln!(
+        md,
+        "- Machine: {} ({} cores, {} logical CPUs{})\n- Date: {}\n- Endpoint: `{}`, {} request bodies ({} distinct)\n- Schedule: levels {:?}, {} s each after a {} s warm-up{}{}",
+        m.cpu_model,
+        m.cores,
+        m.logical_cpus,
+        m.mem_total_mb.map_or(String::new(), |x| format!(", {x} MB RAM")),
+        first.generated_at,
+        s.endpoint,
+        s.request_pool_size,
+        s.request_pool_distinct,
+        levels,
+        s.duration_s,
+        s.warmup_s,
+        s.soak_concurrency.map_or(String::new(), |c| format!("; soak at {c} for {} s in {} s windows", s.soak_duration_s, s.window_s)),
+        if s.open_rates_rps.is_empty() { String::new() } else { format!("; open loop at {:?} req/s", s.open_rates_rps) },
+    );
+    if s.duration_s < 60.0 {
+        let _ = writeln!(
+            md,
+            "- **Shortened levels**: {} s per level instead of the article's 60 s.",
+            s.duration_s
+        );
+    }
+    let _ = writeln!(md, "- Reproduce: `{cmdline}`\n");
+    md.push_str("| Variant | Server command | Report |\n|---|---|---|\n");
+    for (v, _) in runs {
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | [{}/report.md]({}/report.md) |",
+            v.name, v.command, v.name, v.name
+        );
+    }
+    md.push('\n');
+
+    md.push_str("## Side by side\n\n");
+    let names: Vec<&str> = main.iter().map(|(v, _)| v.name.as_str()).collect();
+    let mut header = String::from("| Concurrency |");
+    let mut align = String::from("|---:|");
+    for metric in [
+        "Throughput (req/s)",
+        "p50 (ms)",
+        "p99 (ms)",
+        "Peak RSS (MB)",
+    ] {
+        for n in &names {
+            let _ = write!(header, " {metric} {n} |");
+            align.push_str("---:|");
+        }
+    }
+    header.push_str(" Errors |");
+    align.push_str("---|");
+    let has_ref = main.iter().any(|(v, _)| v.role == Role::Reference);
+    header.push_str(" Throughput capped/unlimited | p99 capped/unlimited |");
+    align.push_str("---:|---:|");
+    if has_ref {
+        header.push_str(
+            " Throughput capped/reference | p99 capped/reference | Peak RSS capped/reference |",
+        );
+        align.push_str("---:|---:|---:|");
+    }
+    let _ = writeln!(md, "{header}\n{align}");
+    let get = |role: Role, c: usize| {
+        main.iter()
+            .find(|(v, _)| v.role == role)
+            .and_then(|(_, r)| level(r, c))
+    };
+    for &c in levels {
+        let mut row = format!("| {c} |");
+        let cells: [fn(&LevelReport) -> Option<f64>; 4] = [
+            |l| Some(l.throughput_rps),
+            |l| l.latency_ms.map(|s| s.p50),
+            |l| l.latency_ms.map(|s| s.p99),
+            |l| l.rss_peak_mb,
+        ];
+        for (k, f) in cells.iter().enumerate() {
+            for (_, r) in &main {
+                let v = level(r, c).and_then(f);
+                let _ = write!(
+                    row,
+                    " {} |",
+                    if k == 0 {
+                        v.map_or("–".into(), f2)
+                    } else {
+                        f1(v)
+                    }
+                );
+            }
+        }
+        let errs: Vec<String> = main
+            .iter()
+            .filter_map(|(v, r)| {
+                level(r, c)
+                    .filter(|l| !l.errors.is_empty())
+                    .map(|l| format!("{}: {}", v.name, errors_cell(&l.errors)))
+            })
+            .collect();
+        let _ = write!(
+            row,
+            " {} |",
+            if errs.is_empty() {
+                "0".into()
+            } else {
+                errs.join("; ")
+            }
+        );
+        let (a, b) = (get(Role::A, c), get(Role::B, c));
+        let _ = write!(
+            row,
+            " {} | {} |",
+            ratio(b.map(|l| l.throughput_rps), a.map(|l| l.throughput_rps)),
+            ratio(
+                b.and_then(|l| l.latency_ms.map(|s| s.p99)),
+                a.and_then(|l| l.latency_ms.map(|s| s.p99))
+            )
+        );
+        if has_ref {
+            let rf = get(Role::Reference, c);
+            let _ = write!(
+                row,
+                " {} | {} | {} |",
+                ratio(b.map(|l| l.throughput_rps), rf.map(|l| l.throughput_rps)),
+                ratio(
+                    b.and_then(|l| l.latency_ms.map(|s| s.p99)),
+                    rf.and_then(|l| l.latency_ms.map(|s| s.p99))
+                ),
+                ratio(
+                    b.and_then(|l| l.rss_peak_mb),
+                    rf.and_then(|l| l.rss_peak_mb)
+                ),
+            );
+        }
+        let _ = writeln!(md, "{row}");
+    }
+    md.push('\n');
+    for (v, r) in &main {
+        if let Some(sk) = &r.soak {
+            let _ = writeln!(
+                md,
+                "Soak ({}): {:.3} req/s mean, largest window deviation {} %, peak RSS {} MB, largest RSS deviation {} MB.",
+                v.name,
+                sk.throughput_mean_rps,
+                f1(sk.throughput_max_dev_pct),
+                f1(sk.overall.rss_peak_mb),
+                f1(sk.rss_max_dev_mb)
+            );
+        }
+    }
+
+    let sweep: Vec<&(Variant, Report)> =
+        runs.iter().filter(|(v, _)| v.role == Role::Sweep).collect();
+    if !sweep.is_empty() {
+        md.push_str("\n## Sweep: `--max-inflight` x `--prove-threads`\n\n");
+        let slevels: Vec<usize> = sweep[0].1.levels.iter().map(|l| l.concurrency).collect();
+        let mut h = String::from("| Setting |");
+        let mut al = String::from("|---|");
+        for c in &slevels {
+            let _ = write!(h, " c={c} req/s | c={c} p99 (ms) |");
+            al.push_str("---:|---:|");
+        }
+        h.push_str(" Peak RSS (MB) | Errors |");
+        al.push_str("---:|---|");
+        let _ = writeln!(md, "{h}\n{al}");
+        for (v, r) in &sweep {
+            let mut row = format!("| `{}` |", v.flags);
+            for &c in &slevels {
+                let l = level(r, c);
+                let _ = write!(
+                    row,
+                    " {} | {} |",
+                    l.map_or("–".into(), |l| f2(l.throughput_rps)),
+                    f1(l.and_then(|l| l.latency_ms.map(|s| s.p99)))
+                );
+            }
+            let peak = r
+                .levels
+                .iter()
+                .filter_map(|l| l.rss_peak_mb)
+                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+            let errs: u64 = r
+                .levels
+                .iter()
+                .map(|l| l.errors.values().sum::<u64>())
+                .sum();
+            let _ = writeln!(row, " {} | {} |", f1(peak), errs);
+            md.push_str(&row);
+        }
+        match best {
+            Some((v, why)) => {
+                let _ = writeln!(
+                    md,
+                    "\n**Best setting: `{}`**: {why}. It should become the server's default.",
+                    v.flags
+                );
+            }
+            None => md.push_str("\nNo sweep setting completed any request; no best setting.\n"),
+        }
+    }
+    md.push_str(
+        "\nCharts: `ab.svg` (all variants), and each variant's `chart.svg` and `rss.svg`.\n",
+    );
+    md
+}
+
+fn draw_ab(runs: &[(Variant, Report)], levels: &[usize], path: &Path) -> Result<()> {
+    let cats: Vec<String> = levels.iter().map(|c| c.to_string()).collect();
+    let same: Vec<&(Variant, Report)> = runs
+        .iter()
+        .filter(|(_, r)| r.levels.iter().map(|l| l.concurrency).collect::<Vec<_>>() == levels)
+        .collect();
+    let series = |f: fn(&LevelReport) -> Option<f64>| -> Vec<Series> {
+        same.iter()
+            .map(|(v, r)| Series {
+                name: v.name.clone(),
+                values: r.levels.iter().map(f).collect(),
+            })
+            .collect()
+    };
+    let panels = vec![
+        Panel {
+            title: "Throughput".into(),
+            y_label: "req/s".into(),
+            series: series(|l| Some(l.throughput_rps)),
+        },
+        Panel {
+            title: "p50 latency".into(),
+            y_label: "ms".into(),
+            series: series(|l| l.latency_ms.map(|s| s.p50)),
+        },
+        Panel {
+            title: "p99 latency".into(),
+            y_label: "ms".into(),
+            series: series(|l| l.latency_ms.map(|s| s.p99)),
+        },
+        Panel {
+            title: "Peak server RSS".into(),
+            y_label: "MB".into(),
+            series: series(|l| l.rss_peak_mb),
+        },
+    ];
+    let title = format!(
+        "A/B on {}",
+        runs.first()
+            .map_or(String::new(), |(_, r)| r.machine.cpu_model.clone())
+    );
+    chart::draw_panels(
+        path,
+        &title,
+        "concurrency (requests in flight)",
+        &cats,
+        &panels,
+    )
+}
+
+#[derive(Serialize)]
+struct AbSummary<'a> {
+    generated_at: String,
+    command: &'a str,
+    machine: &'a machine::Machine,
+    variants: Vec<AbVariantSummary<'a>>,
+    best: Option<AbBest<'a>>,
+}
+
+#[derive(Serialize)]
+struct AbVariantSummary<'a> {
+    name: &'a str,
+    role: Role,
+    command: &'a str,
+    report: String,
+    levels: Vec<AbLevel>,
+}
+
+#[derive(Serialize)]
+struct AbLevel {
+    concurrency: usize,
+    completed: u64,
+    errors: u64,
+    throughput_rps: f64,
+    p50_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    rss_peak_mb: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct AbBest<'a> {
+    name: &'a str,
+    flags: &'a str,
+    max_inflight: Option<usize>,
+    prove_threads: Option<usize>,
+    reason: String,
+}
+
+/// Writes `ab.md`, `ab.svg` and `ab.json` into `out`; returns the markdown.
+pub fn write(
+    out: &Path,
+    runs: &[(Variant, Report)],
+    levels: &[usize],
+    failures: &[(String, String)],
+    cmdline: &str,
+) -> Result<String> {
+    let sweep: Vec<(&Variant, &Report)> = runs
+        .iter()
+        .filter(|(v, _)| v.role == Role::Sweep)
+        .map(|(v, r)| (v, r))
+        .collect();
+    let best = pick_best(&sweep);
+    let mut md = render_ab(runs, levels, best.clone(), cmdline);
+    if !failures.is_empty() {
+        md.push_str("\n## Failed variants\n\n");
+        for (n, e) in failures {
+            let _ = writeln!(md, "- {n}: {}", e.replace('\n', " "));
+        }
+    }
+    std::fs::write(out.join("ab.md"), &md)?;
+    if !levels.is_empty() {
+        draw_ab(runs, levels, &out.join("ab.svg"))?;
+    }
+    let summary = AbSummary {
+        generated_at: machine::now_rfc3339(),
+        command: cmdline,
+        machine: &runs
+            .first()
+            .map(|(_, r)| r.machine.clone())
+            .unwrap_or_else(machine::detect),
+        variants: runs
+            .iter()
+            .map(|(v, r)| AbVariantSummary {
+                name: &v.name,
+                role: v.role,
+                command: &v.command,
+                report: format!("{}/report.json", v.name),
+                levels: r
+                    .levels
+                    .iter()
+                    .map(|l| AbLevel {
+                        concurrency: l.concurrency,
+                        completed: l.completed,
+                        errors: l.errors.values().sum(),
+                        throughput_rps: l.throughput_rps,
+                        p50_ms: l.latency_ms.map(|s| s.p50),
+                        p99_ms: l.latency_ms.map(|s| s.p99),
+                        rss_peak_mb: l.rss_peak_mb,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        best: best.as_ref().map(|(v, why)| AbBest {
+            name: &v.name,
+            flags: &v.flags,
+            max_inflight: v.setting.map(|s| s.0),
+            prove_threads: v.setting.map(|s| s.1),
+            reason: why.clone(),
+        }),
+    };
+    std::fs::write(
+        out.join("ab.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variant(name: &str, role: Role, setting: Option<(usize, usize)>) -> Variant {
+        Variant {
+            name: name.into(),
+            role,
+            flags: setting.map_or(String::new(), |(m, t)| {
+                format!("--max-inflight {m} --prove-threads {t}")
+            }),
+            command: format!("srv {name}"),
+            url: "http://127.0.0.1:1".into(),
+            dir: None,
+            setting,
+        }
+    }
+
+    fn report(tput: &[f64], p99: f64, rss: f64, errors: u64) -> Report {
+        let mut r = crate::output::tests::sample_report();
+        let base = r.levels[0].clone();
+        r.levels = tput
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let mut l = base.clone();
+                l.concurrency = 1 << i;
+                l.throughput_rps = t;
+                l.latency_ms.as_mut().unwrap().p99 = p99;
+                l.rss_peak_mb = Some(rss);
+                l.errors = if errors > 0 {
+                    [("503".to_string(), errors)].into()
+                } else {
+                    Default::default()
+                };
+                l
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn best_setting_ranking() {
+        let (a, b, c) = (
+            variant("sweep-1x2", Role::Sweep, Some((1, 2))),
+            variant("sweep-2x1", Role::Sweep, Some((2, 1))),
+            variant("sweep-4x1", Role::Sweep, Some((4, 1))),
+        );
+        // 4x1 has the top throughput but 2x1 is within 5 % with a far better p99.
+        let (ra, rb, rc) = (
+            report(&[1.0, 1.2], 900.0, 300.0, 0),
+            report(&[1.0, 1.95], 1200.0, 500.0, 0),
+            report(&[1.0, 2.0], 2400.0, 800.0, 0),
+        );
+        let (best, why) = pick_best(&[(&a, &ra), (&b, &rb), (&c, &rc)]).unwrap();
+        assert_eq!(best.name, "sweep-2x1");
+        assert!(why.contains("peak throughput 1.950"), "{why}");
+        // Errors rank before latency among the close ones.
+        let rb_err = report(&[1.0, 1.95], 1200.0, 500.0, 3);
+        assert_eq!(
+            pick_best(&[(&a, &ra), (&b, &rb_err), (&c, &rc)])
+                .unwrap()
+                .0
+                .name,
+            "sweep-4x1"
+        );
+        // Nothing completed: no best.
+        let zero = report(&[0.0], 1.0, 1.0, 0);
+        assert!(pick_best(&[(&a, &zero)]).is_none());
+        assert!(pick_best(&[]).is_none());
+    }
+
+    #[test]
+    fn side_by_side_table() {
+        let runs = vec![
+            (
+                variant("unlimited", Role::A, None),
+                report(&[1.0, 1.5], 2000.0, 900.0, 0),
+            ),
+            (
+                variant("capped", Role::B, None),
+                report(&[1.0, 1.8], 1000.0, 400.0, 0),
+            ),
+            (
+                variant("reference", Role::Reference, None),
+                report(&[0.5, 0.6], 4000.0, 1800.0, 2),
+            ),
+            (
+                variant("sweep-2x1", Role::Sweep, Some((2, 1))),
+                report(&[1.0, 1.8], 1000.0, 400.0, 0),
+            ),
+        ];
+        let sweep: Vec<(&Variant, &Report)> = runs
+            .iter()
+            .filter(|(v, _)| v.role == Role::Sweep)
+            .map(|(v, r)| (v, r))
+            .collect();
+        let md = render_ab(&runs, &[1, 2], pick_best(&sweep), "enygma-loadgen ab");
+        assert!(md.contains("| Concurrency | Throughput (req/s) unlimited | Throughput (req/s) capped | Throughput (req/s) reference |"), "{md}");
+        assert!(md.contains("| 2 | 1.50 | 1.80 | 0.60 | 800.0 | 800.0 | 800.0 | 2000.0 | 1000.0 | 4000.0 | 900.0 | 400.0 | 1800.0 | reference: 2×503 | 1.20× | 0.50× | 3.00× | 0.25× | 0.22× |"), "{md}");
+        assert!(md.contains("**Best setting: `--max-inflight 2 --prove-threads 1`**"));
+        assert!(md.contains("- Reproduce: `enygma-loadgen ab`"));
+        for table in md.split("\n\n").filter(|t| t.starts_with('|')) {
+            let cells: Vec<usize> = table.lines().map(|l| l.matches('|').count()).collect();
+            assert!(
+                cells.iter().all(|&c| c == cells[0]),
+                "ragged table:\n{table}"
+            );
+        }
+    }
+}

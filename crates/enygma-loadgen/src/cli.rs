@@ -1,0 +1,409 @@
+//! Command-line arguments of every subcommand.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::duration::parse_duration;
+use crate::schedule::ScheduleSpec;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "enygma-loadgen",
+    version,
+    about = "Load generator, A/B runner and capacity planner for Enygma prove services",
+    long_about = "Load generator, A/B runner and capacity planner for Enygma prove services \
+(enygma-server or the reference rayls-sovereign-gnark-api).\n\n\
+Examples:\n  \
+enygma-loadgen run --url http://127.0.0.1:3003 --requests reqs/ --spawn-server 'target/release/enygma-server --keys-dir keys' --out out/\n  \
+enygma-loadgen run --url http://127.0.0.1:3003 --requests reqs/ --server-pid 1234 --levels 1,2,4 --duration 20s --soak 4 --open-rate 0.5,1 --out out/\n  \
+enygma-loadgen ab --requests reqs/ --server-cmd target/release/enygma-server --keys-dir keys\n  \
+enygma-loadgen plan --throughput 1.6 --peak-factor 2"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run closed-loop levels, an optional soak and optional open-loop rates against one server.
+    Run(RunArgs),
+    /// Start the server once `--unlimited` and once with its capped defaults, run the same
+    /// schedule on each (and on the reference if given), sweep --max-inflight x --prove-threads,
+    /// and write both reports and a side-by-side table.
+    ///
+    /// Variants run one after the other on the same port; each gets OUT/<variant>/ with its
+    /// report.json, report.md, chart.svg, rss.svg, requests.csv, rss.csv and server.log. OUT gets
+    /// ab.md (side by side: throughput, p50, p99, peak RSS per level; the sweep; the best
+    /// setting), ab.json, ab.svg and command.txt. `benches/run_load.sh` builds everything in
+    /// release mode and runs this with the full schedule.
+    Ab(AbArgs),
+    /// Machines needed for a daily volume within an operating window (CHAPS and Fedwire built in).
+    Plan(PlanArgs),
+    /// A fake prove server (sleeps instead of proving) for dry runs of this tool and its tests.
+    #[command(hide = true)]
+    MockServer(MockArgs),
+}
+
+fn dur(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+/// A comma-separated list given as one argument (`1,2,4,8,16`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct List<T>(pub Vec<T>);
+
+/// `1,2,4,8,16`, or `none` for no closed-loop levels.
+fn levels(s: &str) -> Result<List<usize>, String> {
+    let s = s.trim();
+    if s.is_empty() || s.eq_ignore_ascii_case("none") {
+        return Ok(List(Vec::new()));
+    }
+    s.split(',')
+        .map(|x| match x.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "invalid level {x:?}: expected positive integers like 1,2,4,8,16"
+            )),
+        })
+        .collect::<Result<_, _>>()
+        .map(List)
+}
+
+fn rates(s: &str) -> Result<List<f64>, String> {
+    s.split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|x| match x.trim().parse::<f64>() {
+            Ok(r) if r > 0.0 && r.is_finite() => Ok(r),
+            _ => Err(format!(
+                "invalid rate {x:?}: expected requests per second > 0"
+            )),
+        })
+        .collect::<Result<_, _>>()
+        .map(List)
+}
+
+/// What load to offer; shared by `run` and `ab`.
+#[derive(Args, Debug, Clone)]
+pub struct ScheduleArgs {
+    /// Route to POST request bodies to.
+    #[arg(long, default_value = "/generateProofTransfer-6")]
+    pub endpoint: String,
+    /// Directory of request bodies (*.json, e.g. from `enygma gen-request`), or a single file.
+    /// Workers cycle through them round-robin.
+    #[arg(long, value_name = "DIR")]
+    pub requests: PathBuf,
+    /// Closed-loop levels (requests in flight), or `none`.
+    #[arg(long, default_value = "1,2,4,8,16", value_parser = levels)]
+    pub levels: List<usize>,
+    /// How long each level (and each open-loop rate) is measured, after the warm-up.
+    #[arg(long, default_value = "60s", value_parser = dur)]
+    pub duration: Duration,
+    /// Warm-up before each phase; its requests are reported separately and excluded from stats.
+    #[arg(long, default_value = "5s", value_parser = dur)]
+    pub warmup: Duration,
+    /// Also run a soak at this many requests in flight after the levels.
+    #[arg(long, value_name = "LEVEL")]
+    pub soak: Option<usize>,
+    /// How long the soak is measured (after --warmup).
+    #[arg(long, default_value = "300s", value_parser = dur)]
+    pub soak_duration: Duration,
+    /// Soak reporting window.
+    #[arg(long, default_value = "30s", value_parser = dur)]
+    pub window: Duration,
+    /// Open-loop Poisson arrival rate(s) in requests/s, e.g. `0.5` or `0.5,1,1.5`; each is run
+    /// for --duration after --warmup. Latency is measured from the scheduled send time.
+    #[arg(long, value_name = "R[,R...]", value_parser = rates)]
+    pub open_rate: Option<List<f64>>,
+    /// Per-request timeout (counted as error `timeout`).
+    #[arg(long, default_value = "300s", value_parser = dur)]
+    pub timeout: Duration,
+    /// Seed of the Poisson schedule.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Open loop: arrivals beyond this many outstanding requests are not sent and are counted
+    /// as error `client_dropped`.
+    #[arg(long, default_value_t = 512)]
+    pub max_outstanding: usize,
+    /// Readiness route polled before load starts (falls back to /healthcheck on 404).
+    #[arg(long, default_value = "/readyz")]
+    pub ready_path: String,
+    /// How long to wait for the server to be ready (key loading, or creation the first time).
+    #[arg(long, default_value = "600s", value_parser = dur)]
+    pub ready_timeout: Duration,
+    /// Prometheus route scraped before and after each phase to cross-check the served count
+    /// (`none` to skip).
+    #[arg(long, default_value = "/metrics")]
+    pub metrics_path: String,
+    /// Selector of the server's counter of 200 answers, e.g.
+    /// `enygma_http_requests_total{status="200"}`; default: found heuristically.
+    #[arg(long, value_name = "SELECTOR")]
+    pub served_metric: Option<String>,
+    /// RSS sampling interval.
+    #[arg(long, default_value = "100ms", value_parser = dur)]
+    pub rss_interval: Duration,
+    /// No progress line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl ScheduleArgs {
+    pub fn spec(&self) -> ScheduleSpec {
+        ScheduleSpec {
+            levels: self.levels.0.clone(),
+            duration: self.duration,
+            warmup: self.warmup,
+            soak: self.soak,
+            soak_duration: self.soak_duration,
+            window: self.window,
+            open_rates: self.open_rate.clone().map(|l| l.0).unwrap_or_default(),
+        }
+    }
+
+    pub fn metrics_path(&self) -> Option<&str> {
+        let p = self.metrics_path.trim();
+        (!p.is_empty() && !p.eq_ignore_ascii_case("none")).then_some(p)
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Base URL of the service (plain http).
+    #[arg(long, default_value = "http://127.0.0.1:3003")]
+    pub url: String,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// Sample this process's RSS (VmRSS from /proc/PID/status).
+    #[arg(long, value_name = "PID", conflicts_with = "spawn_server")]
+    pub server_pid: Option<u32>,
+    /// Start the server with this shell command (run as `exec CMD`, so give the binary itself,
+    /// not `cargo run`), sample its RSS, stop it at the end. Its output goes to OUT/server.log.
+    #[arg(long, value_name = "CMD")]
+    pub spawn_server: Option<String>,
+    /// Output directory (created): report.json, report.md, chart.svg, rss.svg, requests.csv, rss.csv.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Free-text label stored in the report.
+    #[arg(long)]
+    pub label: Option<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct AbArgs {
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// The server binary (or a command prefix); each variant appends
+    /// `--bind B --port P --keys-dir K` and its own flags.
+    #[arg(
+        long,
+        default_value = "target/release/enygma-server",
+        value_name = "CMD"
+    )]
+    pub server_cmd: String,
+    #[arg(long, default_value = "keys", value_name = "DIR")]
+    pub keys_dir: PathBuf,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    #[arg(long, default_value_t = 3003)]
+    pub port: u16,
+    /// Extra arguments for every variant of the server.
+    #[arg(
+        long,
+        default_value = "",
+        value_name = "ARGS",
+        allow_hyphen_values = true
+    )]
+    pub server_args: String,
+    /// `--max-inflight x --prove-threads` settings to sweep after A and B, e.g. `1x2,2x1,4x1`,
+    /// or `none`.
+    #[arg(long, default_value = "1x2,2x1,4x1")]
+    pub sweep: String,
+    /// Levels for the sweep runs (default: --levels).
+    #[arg(long, value_parser = levels)]
+    pub sweep_levels: Option<List<usize>>,
+    /// Run the soak (if --soak) on the sweep runs too (default: only on A and B).
+    #[arg(long)]
+    pub sweep_soak: bool,
+    /// Command that starts the reference service (third column), e.g. its built binary.
+    #[arg(long, value_name = "CMD")]
+    pub reference_cmd: Option<String>,
+    /// Base URL of the reference service (it listens on 3003).
+    #[arg(long, default_value = "http://127.0.0.1:3003")]
+    pub reference_url: String,
+    /// Working directory for --reference-cmd (where its keys are).
+    #[arg(long, value_name = "DIR")]
+    pub reference_dir: Option<PathBuf>,
+    /// Output directory; default benches/results/<date>-<cpu>/.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Only check the setup and print the commands that would run.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PlanArgs {
+    /// Proofs per second one machine sustains (e.g. the best throughput_rps of a report).
+    #[arg(long, value_name = "X", required_unless_present = "from_report")]
+    pub throughput: Option<f64>,
+    /// Take the throughput from a report.json (its best closed-loop level).
+    #[arg(long, value_name = "REPORT")]
+    pub from_report: Option<PathBuf>,
+    /// Peak rate / average rate to size for; without it intraday peaks are ignored.
+    #[arg(long, value_name = "F")]
+    pub peak_factor: Option<f64>,
+    /// A custom daily volume (in addition to CHAPS and Fedwire).
+    #[arg(long, value_name = "N")]
+    pub daily: Option<u64>,
+    /// The custom volume's operating window, `HH:MM-HH:MM`.
+    #[arg(long, value_name = "HH:MM-HH:MM", conflicts_with = "hours")]
+    pub window: Option<String>,
+    /// The custom volume's operating window in hours.
+    #[arg(long, value_name = "H")]
+    pub hours: Option<f64>,
+    #[arg(long, default_value = "custom")]
+    pub name: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MockArgs {
+    #[arg(long, default_value_t = 3003)]
+    pub port: u16,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    #[arg(long)]
+    pub keys_dir: Option<PathBuf>,
+    #[arg(long, default_value_t = 2)]
+    pub max_inflight: usize,
+    #[arg(long, default_value_t = 1)]
+    pub prove_threads: usize,
+    #[arg(long, default_value_t = 64)]
+    pub queue_depth: usize,
+    #[arg(long, default_value = "30s", value_parser = dur)]
+    pub queue_timeout: Duration,
+    #[arg(long)]
+    pub unlimited: bool,
+    /// Simulated prove time of one proof alone on the machine.
+    #[arg(long, default_value = "150ms", value_parser = dur)]
+    pub prove_time: Duration,
+    #[arg(long, default_value = "10ms", value_parser = dur)]
+    pub witness_time: Duration,
+    /// Simulated cores: concurrent proofs beyond this share them (proofs slow down).
+    #[arg(long, default_value_t = 2)]
+    pub cores: usize,
+    /// Memory touched per proof in flight (makes RSS move).
+    #[arg(long, default_value_t = 8)]
+    pub alloc_mb: usize,
+    #[arg(long, default_value = "300ms", value_parser = dur)]
+    pub ready_delay: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_run_defaults_and_lists() {
+        let c = Cli::try_parse_from([
+            "enygma-loadgen",
+            "run",
+            "--requests",
+            "r",
+            "--out",
+            "o",
+            "--levels",
+            "1,2",
+            "--duration",
+            "3s",
+            "--open-rate",
+            "0.5,2",
+            "--soak",
+            "4",
+        ])
+        .unwrap();
+        let Command::Run(r) = c.command else { panic!() };
+        assert_eq!(r.url, "http://127.0.0.1:3003");
+        assert_eq!(r.schedule.endpoint, "/generateProofTransfer-6");
+        assert_eq!(r.schedule.levels.0, vec![1, 2]);
+        assert_eq!(r.schedule.duration, Duration::from_secs(3));
+        assert_eq!(r.schedule.warmup, Duration::from_secs(5));
+        assert_eq!(r.schedule.open_rate, Some(List(vec![0.5, 2.0])));
+        assert_eq!(r.schedule.soak_duration, Duration::from_secs(300));
+        assert_eq!(r.schedule.window, Duration::from_secs(30));
+        assert_eq!(r.schedule.metrics_path(), Some("/metrics"));
+        let c = Cli::try_parse_from(["enygma-loadgen", "run", "--requests", "r", "--out", "o"])
+            .unwrap();
+        let Command::Run(r) = c.command else { panic!() };
+        assert_eq!(r.schedule.levels.0, vec![1, 2, 4, 8, 16]);
+        assert!(Cli::try_parse_from([
+            "enygma-loadgen",
+            "run",
+            "--requests",
+            "r",
+            "--out",
+            "o",
+            "--levels",
+            "0"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from([
+            "enygma-loadgen",
+            "run",
+            "--requests",
+            "r",
+            "--out",
+            "o",
+            "--server-pid",
+            "1",
+            "--spawn-server",
+            "x"
+        ])
+        .is_err());
+        let c = Cli::try_parse_from([
+            "enygma-loadgen",
+            "run",
+            "--requests",
+            "r",
+            "--out",
+            "o",
+            "--levels",
+            "none",
+        ])
+        .unwrap();
+        let Command::Run(r) = c.command else { panic!() };
+        assert!(r.schedule.levels.0.is_empty());
+    }
+
+    #[test]
+    fn parses_ab_and_plan() {
+        let c = Cli::try_parse_from(["enygma-loadgen", "ab", "--requests", "r"]).unwrap();
+        let Command::Ab(a) = c.command else { panic!() };
+        assert_eq!(a.sweep, "1x2,2x1,4x1");
+        assert_eq!(a.server_cmd, "target/release/enygma-server");
+        assert!(Cli::try_parse_from(["enygma-loadgen", "plan"]).is_err());
+        let c = Cli::try_parse_from([
+            "enygma-loadgen",
+            "plan",
+            "--throughput",
+            "1.5",
+            "--peak-factor",
+            "2",
+        ])
+        .unwrap();
+        let Command::Plan(p) = c.command else {
+            panic!()
+        };
+        assert_eq!((p.throughput, p.peak_factor), (Some(1.5), Some(2.0)));
+    }
+}

@@ -1,0 +1,153 @@
+//! The plain-HTTP client (hyper-util's pooled client, keep-alive, no TLS) and one timed request.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+use crate::server_timing::{self, ServerTiming};
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Http(u16),
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// Could not connect (server down, port closed).
+    Connect,
+    /// Connection broken mid-request or body unreadable.
+    Io,
+    /// Open loop: not sent because too many requests were already outstanding.
+    Dropped,
+}
+
+impl Status {
+    pub fn is_ok(&self) -> bool {
+        *self == Status::Http(200)
+    }
+    /// The key used in `errors` maps: the HTTP status code, or `timeout`/`connect`/`io`.
+    pub fn key(&self) -> String {
+        match self {
+            Status::Http(c) => c.to_string(),
+            Status::Timeout => "timeout".into(),
+            Status::Connect => "connect".into(),
+            Status::Io => "io".into(),
+            Status::Dropped => "client_dropped".into(),
+        }
+    }
+}
+
+/// A response as the load generator sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reply {
+    pub status: Status,
+    pub timing: ServerTiming,
+    /// When the last byte of the body arrived (or the request failed).
+    pub done: Instant,
+    pub bytes: usize,
+}
+
+#[derive(Clone)]
+pub struct HttpClient {
+    inner: Client<HttpConnector, Full<Bytes>>,
+    base: String,
+    timeout: Duration,
+}
+
+impl HttpClient {
+    /// `base_url` like `http://127.0.0.1:3003` (plain http only).
+    pub fn new(base_url: &str, timeout: Duration) -> Result<Self> {
+        let base = base_url.trim_end_matches('/').to_string();
+        if !base.starts_with("http://") {
+            bail!("--url {base_url:?}: only plain http:// URLs are supported");
+        }
+        base.parse::<Uri>()
+            .with_context(|| format!("invalid --url {base_url:?}"))?;
+        let mut conn = HttpConnector::new();
+        conn.set_nodelay(true);
+        conn.set_connect_timeout(Some(Duration::from_secs(10)));
+        let inner = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(120))
+            .build(conn);
+        Ok(Self {
+            inner,
+            base,
+            timeout,
+        })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub fn uri(&self, path: &str) -> Result<Uri> {
+        let sep = if path.starts_with('/') { "" } else { "/" };
+        let s = format!("{}{sep}{path}", self.base);
+        s.parse().with_context(|| format!("invalid URL {s:?}"))
+    }
+
+    /// POSTs a JSON body and reads the whole response. Never fails: failures are a [`Status`].
+    pub async fn post_json(&self, uri: &Uri, body: Bytes) -> Reply {
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri(uri.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(Full::new(body))
+            .expect("static request parts are valid");
+        self.exchange(req).await
+    }
+
+    async fn exchange(&self, req: Request<Full<Bytes>>) -> Reply {
+        let fut = async {
+            let res = match self.inner.request(req).await {
+                Ok(r) => r,
+                Err(e) if e.is_connect() => return (Status::Connect, ServerTiming::default(), 0),
+                Err(_) => return (Status::Io, ServerTiming::default(), 0),
+            };
+            let status = Status::Http(res.status().as_u16());
+            let timing = server_timing::parse(
+                res.headers()
+                    .get_all("server-timing")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            );
+            match res.into_body().collect().await {
+                Ok(b) => (status, timing, b.to_bytes().len()),
+                Err(_) => (Status::Io, timing, 0),
+            }
+        };
+        let (status, timing, bytes) = match tokio::time::timeout(self.timeout, fut).await {
+            Ok(r) => r,
+            Err(_) => (Status::Timeout, ServerTiming::default(), 0),
+        };
+        Reply {
+            status,
+            timing,
+            done: Instant::now(),
+            bytes,
+        }
+    }
+
+    /// GET `path`; returns the status and body. Errors only on transport failure.
+    pub async fn get(&self, path: &str, timeout: Duration) -> Result<(u16, Bytes)> {
+        let req = Request::builder()
+            .method(Method::GET)
+            .uri(self.uri(path)?)
+            .body(Full::new(Bytes::new()))?;
+        let fut = async {
+            let res = self.inner.request(req).await?;
+            let status = res.status().as_u16();
+            let body = res.into_body().collect().await?.to_bytes();
+            anyhow::Ok((status, body))
+        };
+        tokio::time::timeout(timeout, fut)
+            .await
+            .with_context(|| format!("GET {path}: no answer within {timeout:?}"))?
+    }
+}

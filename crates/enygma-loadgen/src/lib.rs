@@ -1,0 +1,46 @@
+//! `enygma-loadgen`: closed- and open-loop load generation against an Enygma (or reference)
+//! prove service, RSS sampling, reports and charts, an A/B runner and a capacity planner.
+//!
+//! One module, one job:
+//! - [`duration`]: parsing `60s`/`500ms`/`5m` style durations;
+//! - [`schedule`]: the closed-loop phase plan and the seeded Poisson arrival schedule;
+//! - [`pool`]: the request-body pool workers cycle through;
+//! - [`client`]: the plain-HTTP client and one timed request;
+//! - [`server_timing`]: parsing the `Server-Timing` header;
+//! - [`metrics`]: parsing Prometheus text and finding the "served" counter;
+//! - [`rss`]: sampling VmRSS from `/proc/<pid>/status`;
+//! - [`spawn`]: starting/stopping a server and waiting until it is ready;
+//! - [`load`]: running one closed-loop or open-loop phase and collecting per-request records;
+//! - [`stats`]: exact percentiles and summaries;
+//! - [`report`]: the report model and how records become levels, soak windows, open-loop rows;
+//! - [`output`]: writing `report.json`, `report.md`, `requests.csv`, `rss.csv`;
+//! - [`chart`]: SVG charts;
+//! - [`run`]: the `run` subcommand (orchestrates levels, soak and open-loop phases);
+//! - [`ab`]: the A/B runner and the `--max-inflight`/`--prove-threads` sweep;
+//! - [`ab_report`]: the best setting, `ab.md`, `ab.svg`, `ab.json`;
+//! - [`plan`]: the capacity planner;
+//! - [`machine`]: CPU model/cores, dates and slugs;
+//! - [`progress`]: the progress line;
+//! - [`mock`]: a tiny fake prove server for dry runs and tests (no proving).
+
+pub mod ab;
+pub mod ab_report;
+pub mod chart;
+pub mod cli;
+pub mod client;
+pub mod duration;
+pub mod load;
+pub mod machine;
+pub mod metrics;
+pub mod mock;
+pub mod output;
+pub mod plan;
+pub mod pool;
+pub mod progress;
+pub mod report;
+pub mod rss;
+pub mod run;
+pub mod schedule;
+pub mod server_timing;
+pub mod spawn;
+pub mod stats;

@@ -1,0 +1,292 @@
+//! Prometheus text exposition: parsing samples and finding how many requests the server says
+//! it answered with 200 (the "served" counter), to cross-check the load generator's counts.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+}
+
+fn parse_labels(s: &str) -> Option<BTreeMap<String, String>> {
+    // s is the text between `{` and `}`.
+    let mut out = BTreeMap::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while matches!(chars.peek(), Some(c) if c.is_whitespace() || *c == ',') {
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return Some(out);
+        }
+        let mut key = String::new();
+        while let Some(&c) = chars.peek() {
+            if c == '=' || c.is_whitespace() {
+                break;
+            }
+            key.push(c);
+            chars.next();
+        }
+        while matches!(chars.peek(), Some(c) if c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.next() != Some('=') {
+            return None;
+        }
+        while matches!(chars.peek(), Some(c) if c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.next() != Some('"') {
+            return None;
+        }
+        let mut val = String::new();
+        loop {
+            match chars.next()? {
+                '\\' => match chars.next()? {
+                    'n' => val.push('\n'),
+                    c => val.push(c),
+                },
+                '"' => break,
+                c => val.push(c),
+            }
+        }
+        out.insert(key, val);
+    }
+}
+
+/// Parses the text format; comment lines and unparsable lines are skipped.
+pub fn parse(text: &str) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, labels, rest) = if let Some(open) = line.find('{') {
+            let Some(close) = line.rfind('}') else {
+                continue;
+            };
+            if close < open {
+                continue;
+            }
+            let Some(labels) = parse_labels(&line[open + 1..close]) else {
+                continue;
+            };
+            (line[..open].trim(), labels, &line[close + 1..])
+        } else {
+            let Some((n, r)) = line.split_once(char::is_whitespace) else {
+                continue;
+            };
+            (n, BTreeMap::new(), r)
+        };
+        let Some(v) = rest.split_whitespace().next() else {
+            continue;
+        };
+        let value = match v {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => match v.parse::<f64>() {
+                Ok(x) => x,
+                Err(_) => continue,
+            },
+        };
+        out.push(Sample {
+            name: name.to_string(),
+            labels,
+            value,
+        });
+    }
+    out
+}
+
+/// A selector like `name` or `name{label="value",other="x"}`: the sum of all matching samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selector {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Selector {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if let Some(open) = s.find('{') {
+            let close = s
+                .rfind('}')
+                .ok_or_else(|| format!("unclosed '{{' in {s:?}"))?;
+            let labels = parse_labels(&s[open + 1..close])
+                .ok_or_else(|| format!("bad label matchers in {s:?}"))?;
+            Ok(Self {
+                name: s[..open].trim().to_string(),
+                labels,
+            })
+        } else {
+            Ok(Self {
+                name: s.to_string(),
+                labels: BTreeMap::new(),
+            })
+        }
+    }
+
+    pub fn sum(&self, samples: &[Sample]) -> Option<f64> {
+        let mut found = None;
+        for s in samples {
+            if s.name == self.name && self.labels.iter().all(|(k, v)| s.labels.get(k) == Some(v)) {
+                *found.get_or_insert(0.0) += s.value;
+            }
+        }
+        found
+    }
+}
+
+const STATUS_LABELS: [&str; 3] = ["status", "code", "status_code"];
+const ROUTE_LABELS: [&str; 5] = ["route", "path", "endpoint", "handler", "uri"];
+
+fn route_matches(label: &str, endpoint: &str) -> bool {
+    let norm = |s: &str| s.trim_start_matches('/').to_string();
+    let (l, e) = (norm(label), norm(endpoint));
+    if l == e {
+        return true;
+    }
+    // Templated routes: `generateProofTransfer-{k}` or `generateProofTransfer-:k` match `-6`.
+    if let Some(i) = l.find(['{', ':', '*']) {
+        return i > 0 && e.starts_with(&l[..i]);
+    }
+    false
+}
+
+/// `/generateProofTransfer-6` → `6`.
+fn endpoint_k(endpoint: &str) -> Option<&str> {
+    let (_, k) = endpoint.rsplit_once('-')?;
+    (!k.is_empty() && k.chars().all(|c| c.is_ascii_digit())).then_some(k)
+}
+
+/// Requests answered with 200 for `endpoint`, found heuristically when no selector is given:
+/// counters named `*requests_total` with a `status`/`code` label equal to `200`, restricted to
+/// the endpoint when they carry a route label. Proof-specific counters (`*proofs_total`) with a
+/// status/outcome label are used only if no request counter matches.
+pub fn served_ok(samples: &[Sample], endpoint: &str, selector: Option<&Selector>) -> Option<f64> {
+    if let Some(sel) = selector {
+        return sel.sum(samples);
+    }
+    let pick = |name_ok: &dyn Fn(&str) -> bool, ok_values: &[&str]| -> Option<f64> {
+        let mut found: Option<f64> = None;
+        for s in samples {
+            if !name_ok(&s.name) {
+                continue;
+            }
+            let status_ok = STATUS_LABELS
+                .iter()
+                .chain(["outcome", "result"].iter())
+                .any(|k| {
+                    s.labels
+                        .get(*k)
+                        .is_some_and(|v| ok_values.contains(&v.as_str()))
+                });
+            if !status_ok {
+                continue;
+            }
+            let route = ROUTE_LABELS.iter().find_map(|k| s.labels.get(*k));
+            if let Some(r) = route {
+                if !route_matches(r, endpoint) {
+                    continue;
+                }
+            }
+            // enygma-server labels the templated route with a separate `k`.
+            if let (Some(k), Some(ek)) = (s.labels.get("k"), endpoint_k(endpoint)) {
+                if k != ek {
+                    continue;
+                }
+            }
+            *found.get_or_insert(0.0) += s.value;
+        }
+        found
+    };
+    pick(&|n: &str| n.ends_with("requests_total"), &["200"]).or_else(|| {
+        pick(
+            &|n: &str| n.ends_with("proofs_total"),
+            &["200", "ok", "success"],
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"
+# HELP enygma_http_requests_total Requests by route and status.
+# TYPE enygma_http_requests_total counter
+enygma_http_requests_total{route="/generateProofTransfer-6",status="200"} 17
+enygma_http_requests_total{route="/generateProofTransfer-6",status="503"} 2
+enygma_http_requests_total{route="/generateProofTransfer-2",status="200"} 5
+enygma_http_requests_total{route="/metrics",status="200"} 40
+enygma_inflight 3
+enygma_prove_seconds_bucket{le="+Inf"} 22 1700000000000
+weird{a="x\"y,z",b="\\"} 1.5e3
+garbage line here
+"#;
+
+    #[test]
+    fn parses_samples() {
+        let s = parse(TEXT);
+        assert_eq!(s.len(), 7);
+        assert_eq!(s[0].name, "enygma_http_requests_total");
+        assert_eq!(s[0].labels["status"], "200");
+        assert_eq!(s[0].value, 17.0);
+        assert_eq!(s[4].name, "enygma_inflight");
+        assert!(s[4].labels.is_empty());
+        assert_eq!(s[5].value, 22.0);
+        assert_eq!(s[6].labels["a"], "x\"y,z");
+        assert_eq!(s[6].labels["b"], "\\");
+        assert_eq!(s[6].value, 1500.0);
+    }
+
+    #[test]
+    fn finds_served_by_heuristic_and_selector() {
+        let s = parse(TEXT);
+        assert_eq!(served_ok(&s, "/generateProofTransfer-6", None), Some(17.0));
+        assert_eq!(served_ok(&s, "/generateProofTransfer-2", None), Some(5.0));
+        let sel = Selector::parse(r#"enygma_http_requests_total{status="200"}"#).unwrap();
+        assert_eq!(served_ok(&s, "/x", Some(&sel)), Some(62.0));
+        let none = Selector::parse("nope").unwrap();
+        assert_eq!(served_ok(&s, "/x", Some(&none)), None);
+    }
+
+    #[test]
+    fn enygma_server_format() {
+        // As rendered by crates/enygma-server/src/metrics.rs.
+        let s = parse(
+            "# TYPE enygma_http_requests_total counter\n\
+             enygma_http_requests_total{route=\"/generateProofTransfer-{k}\",k=\"6\",status=\"200\"} 12\n\
+             enygma_http_requests_total{route=\"/generateProofTransfer-{k}\",k=\"6\",status=\"503\"} 3\n\
+             enygma_http_requests_total{route=\"/generateProofTransfer-{k}\",k=\"2\",status=\"200\"} 5\n\
+             enygma_http_requests_total{route=\"/verifyProofTransfer-{k}\",k=\"6\",status=\"200\"} 7\n\
+             enygma_http_requests_total{route=\"/metrics\",k=\"none\",status=\"200\"} 40\n",
+        );
+        assert_eq!(served_ok(&s, "/generateProofTransfer-6", None), Some(12.0));
+        assert_eq!(served_ok(&s, "/generateProofTransfer-2", None), Some(5.0));
+        assert_eq!(served_ok(&s, "/generateProofTransfer-4", None), None);
+        assert_eq!(endpoint_k("/generateProofTransfer-6"), Some("6"));
+        assert_eq!(endpoint_k("/ownership-721"), Some("721"));
+        assert_eq!(endpoint_k("/join-split-enygma"), None);
+    }
+
+    #[test]
+    fn templated_routes_and_unlabelled_counters() {
+        let s = parse(
+            "http_requests_total{path=\"/generateProofTransfer-{k}\",code=\"200\"} 4\n\
+             http_requests_total{path=\"/readyz\",code=\"200\"} 9\n",
+        );
+        assert_eq!(served_ok(&s, "/generateProofTransfer-6", None), Some(4.0));
+        let s =
+            parse("app_requests_total{status=\"200\"} 3\napp_requests_total{status=\"500\"} 1\n");
+        assert_eq!(served_ok(&s, "/generateProofTransfer-6", None), Some(3.0));
+        let s = parse(
+            "enygma_proofs_total{outcome=\"ok\"} 8\nenygma_proofs_total{outcome=\"error\"} 1\n",
+        );
+        assert_eq!(served_ok(&s, "/generateProofTransfer-6", None), Some(8.0));
+        assert_eq!(served_ok(&parse("x 1\n"), "/a", None), None);
+    }
+}

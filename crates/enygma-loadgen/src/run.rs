@@ -1,0 +1,483 @@
+//! The `run` subcommand: start (or attach to) a server, run every phase of the schedule,
+//! cross-check the served count against `/metrics`, and write the report files.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::chart;
+use crate::cli::{RunArgs, ScheduleArgs};
+use crate::client::HttpClient;
+use crate::load::{self, Ctx, Live, Record};
+use crate::machine;
+use crate::metrics::{self, Selector};
+use crate::output;
+use crate::pool::Pool;
+use crate::progress::Progress;
+use crate::report::{PhaseView, Report, ServerInfo, Settings, SCHEMA_VERSION};
+use crate::rss::{self, RssSampler};
+use crate::schedule::{build_phases, nominal_time, Load, PhaseKind};
+use crate::spawn::{self, Server};
+
+/// Which server to measure.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Already running; sample this pid's RSS if given.
+    External { pid: Option<u32> },
+    /// Start it with this shell command (and a working directory), stop it afterwards.
+    Spawn { cmd: String, dir: Option<PathBuf> },
+}
+
+pub struct Job<'a> {
+    pub url: &'a str,
+    pub schedule: &'a ScheduleArgs,
+    pub target: Target,
+    pub out: &'a Path,
+    pub label: Option<String>,
+    pub abort: Arc<AtomicBool>,
+}
+
+/// The served counter now: `None` if the metrics route is missing or unreachable,
+/// `Some(None)` if it answered without the counter (Prometheus clients often omit a labelled
+/// series until its first increment, so that reads as 0 when a later scrape finds it).
+pub async fn served_now(
+    client: &HttpClient,
+    path: Option<&str>,
+    endpoint: &str,
+    sel: Option<&Selector>,
+) -> Option<Option<f64>> {
+    let (code, body) = client.get(path?, Duration::from_secs(10)).await.ok()?;
+    if code != 200 {
+        return None;
+    }
+    Some(metrics::served_ok(
+        &metrics::parse(&String::from_utf8_lossy(&body)),
+        endpoint,
+        sel,
+    ))
+}
+
+/// The served delta of one phase from the scrapes before and after it.
+pub fn served_delta(before: Option<Option<f64>>, after: Option<Option<f64>>) -> Option<f64> {
+    match (before, after) {
+        (Some(b), Some(Some(a))) => Some(a - b.unwrap_or(0.0)),
+        _ => None,
+    }
+}
+
+fn settings(url: &str, s: &ScheduleArgs, pool: &Pool, target: &Target) -> Settings {
+    Settings {
+        url: url.to_string(),
+        endpoint: s.endpoint.clone(),
+        requests: s.requests.display().to_string(),
+        request_pool_size: pool.len(),
+        request_pool_distinct: pool.distinct(),
+        levels: s.levels.0.clone(),
+        duration_s: s.duration.as_secs_f64(),
+        warmup_s: s.warmup.as_secs_f64(),
+        soak_concurrency: s.soak,
+        soak_duration_s: s.soak_duration.as_secs_f64(),
+        window_s: s.window.as_secs_f64(),
+        open_rates_rps: s.open_rate.clone().map(|l| l.0).unwrap_or_default(),
+        timeout_s: s.timeout.as_secs_f64(),
+        seed: s.seed,
+        rss_interval_ms: s.rss_interval.as_millis() as u64,
+        server_pid: match target {
+            Target::External { pid } => *pid,
+            Target::Spawn { .. } => None,
+        },
+        spawn_server: match target {
+            Target::Spawn { cmd, .. } => Some(cmd.clone()),
+            Target::External { .. } => None,
+        },
+        max_outstanding: s.max_outstanding,
+        metrics_path: s.metrics_path().map(str::to_string),
+        served_metric: s.served_metric.clone(),
+    }
+}
+
+fn standard_notes(s: &ScheduleArgs, pool: &Pool) -> Vec<String> {
+    let mut notes = vec![
+        "A request belongs to the warm-up or to the measured part by the time it was (scheduled to \
+         be) sent; nothing is sent after a phase's end and every request sent is awaited, so the \
+         server is idle between phases."
+            .to_string(),
+        "throughput_rps = requests sent in the measured part and answered 200, divided by the \
+         measured duration. Latency percentiles are over those requests (nearest rank, exact); \
+         latency_all_ms includes failed ones."
+            .to_string(),
+        "internal_prove_ms, queue_wait_ms, witness_ms and server_total_ms come from the Server-Timing \
+         header; gap_ms = external latency − server total."
+            .to_string(),
+        "rss_peak_mb is the peak over the whole phase (warm-up and drain included); rss_mean_mb the \
+         mean over the measured part. Sampled from VmRSS."
+            .to_string(),
+    ];
+    if s.open_rate.as_ref().is_some_and(|r| !r.0.is_empty()) {
+        notes.push(
+            "Open loop: latency is measured from each request's scheduled (Poisson) send time, not \
+             from when it was actually sent, so client-side delays are not hidden (no coordinated \
+             omission)."
+                .to_string(),
+        );
+    }
+    if s.duration < Duration::from_secs(60) && !s.levels.0.is_empty() {
+        notes.push(format!(
+            "Shortened run: each level was held for {} s after a {} s warm-up (the article held 60 s \
+             and excluded the first 5 s).",
+            s.duration.as_secs_f64(),
+            s.warmup.as_secs_f64()
+        ));
+    }
+    if pool.distinct() < pool.len() || pool.len() == 1 {
+        notes.push(format!(
+            "The request pool has only {} distinct bodies out of {}.",
+            pool.distinct(),
+            pool.len()
+        ));
+    }
+    notes
+}
+
+/// Runs the whole schedule against one server and writes the report files into `job.out`.
+pub async fn execute(job: Job<'_>) -> Result<Report> {
+    let s = job.schedule;
+    std::fs::create_dir_all(job.out).with_context(|| format!("creating {}", job.out.display()))?;
+    let pool = Arc::new(Pool::load(&s.requests)?);
+    let client = HttpClient::new(job.url, s.timeout)?;
+    let uri = client.uri(&s.endpoint)?;
+    let selector = s
+        .served_metric
+        .as_deref()
+        .map(Selector::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let phases = build_phases(&s.spec());
+    anyhow::ensure!(
+        !phases.is_empty(),
+        "nothing to run: no --levels, --soak or --open-rate"
+    );
+
+    let mut server_info = ServerInfo::default();
+    let mut server = match &job.target {
+        Target::Spawn { cmd, dir } => {
+            let log = job.out.join("server.log");
+            match dir {
+                Some(d) => eprintln!("starting server (in {}): {cmd}", d.display()),
+                None => eprintln!("starting server: {cmd}"),
+            }
+            let srv = Server::spawn(cmd, dir.as_deref(), &log)?;
+            server_info.command = Some(cmd.clone());
+            server_info.log = Some(log.display().to_string());
+            Some(srv)
+        }
+        Target::External { .. } => None,
+    };
+    let pid = match (&job.target, &server) {
+        (Target::External { pid }, _) => *pid,
+        (_, Some(srv)) => Some(srv.pid()),
+        _ => None,
+    };
+    server_info.pid = pid;
+    // Sample from before readiness, so start-up memory (key loading) is in rss.csv too.
+    let epoch = Instant::now();
+    let sampler = pid.map(|p| RssSampler::start(p, s.rss_interval));
+
+    let result = async {
+        eprintln!("waiting for {}{} ...", client.base(), s.ready_path);
+        let ready =
+            spawn::wait_ready(&client, &s.ready_path, s.ready_timeout, server.as_mut()).await?;
+        server_info.ready_after_s = Some(crate::stats::r3(ready.as_secs_f64()));
+        eprintln!(
+            "ready after {:.1} s; {} phases, at least {:.0} s",
+            ready.as_secs_f64(),
+            phases.len(),
+            nominal_time(&phases).as_secs_f64()
+        );
+        run_phases(
+            &job,
+            &client,
+            uri,
+            pool.clone(),
+            &phases,
+            epoch,
+            sampler.as_ref(),
+            selector.as_ref(),
+            server.as_mut(),
+        )
+        .await
+    }
+    .await;
+
+    let rss_samples = sampler.map(|x| x.stop()).unwrap_or_default();
+    if let Some(p) = pid {
+        server_info.vm_hwm_mb =
+            rss::read_status_kb(p, "VmHWM").map(|kb| crate::stats::r3(kb as f64 / 1024.0));
+    }
+    if let Some(srv) = server.take() {
+        srv.stop(Duration::from_secs(10)).await;
+    }
+    let (levels, soak, open, records, phase_spans, mut notes) = result?;
+    notes.splice(0..0, standard_notes(s, &pool));
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        tool: format!("enygma-loadgen {}", env!("CARGO_PKG_VERSION")),
+        generated_at: machine::now_rfc3339(),
+        label: job.label.clone(),
+        machine: machine::detect(),
+        settings: settings(job.url, s, &pool, &job.target),
+        server: server_info,
+        levels,
+        soak,
+        open_loop: open,
+        notes,
+    };
+    output::write_json(&report, job.out)?;
+    output::write_markdown(&report, job.out)?;
+    output::write_requests_csv(&records, job.out)?;
+    output::write_rss_csv(&rss_samples, epoch, &phase_spans, job.out)?;
+    chart::draw_report(&report, &job.out.join("chart.svg"))?;
+    let pts: Vec<(f64, f64)> = rss_samples
+        .iter()
+        .map(|x| (x.at.saturating_duration_since(epoch).as_secs_f64(), x.mb()))
+        .collect();
+    chart::draw_rss_timeline(
+        &job.out.join("rss.svg"),
+        "Server RSS over the run",
+        &pts,
+        &phase_spans,
+    )?;
+    Ok(report)
+}
+
+type Phases = (
+    Vec<crate::report::LevelReport>,
+    Option<crate::report::SoakReport>,
+    Vec<crate::report::OpenReport>,
+    Vec<(String, Record)>,
+    Vec<(String, f64, f64)>,
+    Vec<String>,
+);
+
+#[allow(clippy::too_many_arguments)]
+async fn run_phases(
+    job: &Job<'_>,
+    client: &HttpClient,
+    uri: hyper::Uri,
+    pool: Arc<Pool>,
+    phases: &[crate::schedule::Phase],
+    epoch: Instant,
+    sampler: Option<&RssSampler>,
+    selector: Option<&Selector>,
+    mut server: Option<&mut Server>,
+) -> Result<Phases> {
+    let s = job.schedule;
+    let live = Arc::new(Live::default());
+    let ctx = Ctx {
+        client: client.clone(),
+        uri,
+        pool,
+        epoch,
+        live: live.clone(),
+        abort: job.abort.clone(),
+        seed: s.seed,
+        max_outstanding: s.max_outstanding,
+    };
+    let progress = Progress::start(live.clone(), sampler.map(|x| x.latest_handle()), s.quiet);
+    let metrics_path = s.metrics_path();
+    let (mut levels, mut soak, mut open) = (Vec::new(), None, Vec::new());
+    let (mut all, mut spans, mut notes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut metrics_missing = false;
+    for (i, phase) in phases.iter().enumerate() {
+        if job.abort.load(std::sync::atomic::Ordering::Relaxed) {
+            notes.push("Run interrupted: later phases were not run.".into());
+            break;
+        }
+        if let Some(st) = server.as_deref_mut().and_then(|s| s.exited()) {
+            let msg = format!(
+                "The server exited ({st}) before {label}; later phases were not run.",
+                label = phase.label()
+            );
+            eprintln!("{msg}");
+            notes.push(msg);
+            break;
+        }
+        let label = phase.label();
+        live.reset();
+        let before = served_now(client, metrics_path, &s.endpoint, selector).await;
+        progress.phase(
+            label.clone(),
+            i + 1,
+            phases.len(),
+            phase.warmup,
+            phase.duration,
+        );
+        let run = match phase.load {
+            Load::Closed { concurrency } => {
+                load::run_closed(&ctx, i, concurrency, phase.warmup, phase.duration).await
+            }
+            Load::Open { rate_rps } => {
+                load::run_open(&ctx, i, rate_rps, phase.warmup, phase.duration).await
+            }
+        };
+        let after = served_now(client, metrics_path, &s.endpoint, selector).await;
+        let served = served_delta(before, after);
+        metrics_missing |= served.is_none();
+        let rss_now = sampler
+            .map(|x| x.between(epoch, Instant::now()))
+            .unwrap_or_default();
+        let view = PhaseView::new(&run, &rss_now, epoch);
+        let summary = match (phase.kind, phase.load) {
+            (PhaseKind::Soak, Load::Closed { concurrency }) => {
+                let r = view.soak(
+                    concurrency,
+                    phase.window.unwrap_or(s.window),
+                    &rss_now,
+                    epoch,
+                    served,
+                );
+                let line = summary_line(&label, &r.overall);
+                soak = Some(r);
+                line
+            }
+            (_, Load::Closed { concurrency }) => {
+                let r = view.level(concurrency, served);
+                let line = summary_line(&label, &r);
+                levels.push(r);
+                line
+            }
+            (_, Load::Open { rate_rps }) => {
+                let r = view.open(rate_rps, served);
+                let line = format!(
+                    "{label}: scheduled {} ok {} err {}  {:.3} req/s  p50 {} ms  p99 {} ms (from schedule)",
+                    r.scheduled,
+                    r.completed,
+                    r.errors.values().sum::<u64>(),
+                    r.throughput_rps,
+                    output::f1(r.latency_ms.map(|x| x.p50)),
+                    output::f1(r.latency_ms.map(|x| x.p99)),
+                );
+                open.push(r);
+                line
+            }
+        };
+        if let Some(c) = view.served_check(served) {
+            if !c.matches {
+                notes.push(format!(
+                    "{label}: the server counted {} requests served but the client got {} answers 200.",
+                    c.server_served, c.client_completed
+                ));
+            }
+        }
+        progress.done(&summary);
+        spans.push((
+            label.clone(),
+            run.start.as_secs_f64(),
+            run.drained.as_secs_f64(),
+        ));
+        all.extend(run.records.iter().map(|r| (label.clone(), *r)));
+        if run.aborted {
+            notes.push(format!(
+                "{label}: interrupted before its end; its numbers are partial."
+            ));
+        }
+    }
+    if metrics_missing && metrics_path.is_some() {
+        notes.push(format!(
+            "No served counter found at {} (route missing or counter not recognised; see --served-metric): \
+             served_check is null.",
+            metrics_path.unwrap_or_default()
+        ));
+    }
+    Ok((levels, soak, open, all, spans, notes))
+}
+
+fn summary_line(label: &str, l: &crate::report::LevelReport) -> String {
+    format!(
+        "{label}: ok {} err {}  {:.3} req/s  p50 {} ms  p99 {} ms  prove p50 {} ms  rss peak {} MB{}",
+        l.completed,
+        l.errors.values().sum::<u64>(),
+        l.throughput_rps,
+        output::f1(l.latency_ms.map(|x| x.p50)),
+        output::f1(l.latency_ms.map(|x| x.p99)),
+        output::f1(l.internal.internal_prove_ms.map(|x| x.p50)),
+        output::f1(l.rss_peak_mb),
+        l.served_check.map_or(String::new(), |c| format!(
+            "  served {} / {}{}",
+            c.server_served,
+            c.client_completed,
+            if c.matches { " ok" } else { " MISMATCH" }
+        )),
+    )
+}
+
+/// Single-quotes a string for `sh`.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-=:,+@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Entry point of `enygma-loadgen run`.
+pub async fn main(args: RunArgs, abort: Arc<AtomicBool>) -> Result<()> {
+    let target = match (&args.spawn_server, args.server_pid) {
+        (Some(cmd), _) => Target::Spawn {
+            cmd: cmd.clone(),
+            dir: None,
+        },
+        (None, pid) => Target::External { pid },
+    };
+    if matches!(target, Target::External { pid: None }) {
+        eprintln!("note: no --server-pid or --spawn-server: RSS will not be sampled");
+    }
+    let report = execute(Job {
+        url: &args.url,
+        schedule: &args.schedule,
+        target,
+        out: &args.out,
+        label: args.label.clone(),
+        abort,
+    })
+    .await?;
+    eprintln!(
+        "wrote {}/report.json, report.md, chart.svg ({} levels{}{})",
+        args.out.display(),
+        report.levels.len(),
+        if report.soak.is_some() { ", soak" } else { "" },
+        if report.open_loop.is_empty() {
+            ""
+        } else {
+            ", open loop"
+        }
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn served_deltas() {
+        assert_eq!(served_delta(Some(Some(3.0)), Some(Some(10.0))), Some(7.0));
+        assert_eq!(served_delta(Some(None), Some(Some(4.0))), Some(4.0));
+        assert_eq!(served_delta(Some(None), Some(None)), None);
+        assert_eq!(served_delta(None, Some(Some(4.0))), None);
+        assert_eq!(served_delta(Some(Some(1.0)), None), None);
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("/a/b-c"), "/a/b-c");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}

@@ -1,0 +1,271 @@
+//! The load generator end to end against its own mock server (sleeps instead of proving):
+//! fast, needs no keys, and exercises every code path the real acceptance tests use.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+fn mock(dir: &std::path::Path, port: u16, extra: &[&str]) -> Proc {
+    let mut cmd = Command::new(loadgen_bin());
+    cmd.args([
+        "mock-server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--prove-time",
+        "40ms",
+    ])
+    .args(extra);
+    let mut p = Proc::spawn("mock-server", &mut cmd, &dir.join("mock.log"));
+    wait_ready(
+        &format!("http://127.0.0.1:{port}"),
+        &mut p,
+        Duration::from_secs(30),
+    );
+    p
+}
+
+/// Counts equal the server's own, levels and warm-ups add up, internal ≤ external.
+#[test]
+fn closed_loop_counts_match_mock_metrics() {
+    let _g = serial();
+    let dir = scratch("mock-closed");
+    let pool = request_pool(&dir, 3);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let server = mock(&dir, port, &["--max-inflight", "2"]);
+    let before = served(&url);
+    let out = dir.join("out");
+    let o = run_bounded(
+        Command::new(loadgen_bin())
+            .args([
+                "run",
+                "--url",
+                &url,
+                "--levels",
+                "1,2,4",
+                "--duration",
+                "1s",
+                "--warmup",
+                "0.3s",
+                "--quiet",
+            ])
+            .args(["--soak", "2", "--soak-duration", "1s", "--window", "0.5s"])
+            .arg("--requests")
+            .arg(&pool)
+            .arg("--out")
+            .arg(&out)
+            .args(["--server-pid", &server.pid().to_string()]),
+        Duration::from_secs(60),
+    );
+    assert_success(&o, "loadgen run");
+    let after = served(&url);
+    let r = read_report(&out);
+    let levels = r["levels"].as_array().unwrap();
+    assert_eq!(
+        levels
+            .iter()
+            .map(|l| l["concurrency"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![1, 2, 4]
+    );
+    let mut client_total = 0;
+    for l in levels.iter().chain([&r["soak"]]) {
+        let (c, w) = (
+            l["completed"].as_u64().unwrap(),
+            l["warmup"]["completed"].as_u64().unwrap(),
+        );
+        assert!(c > 0, "{l}");
+        assert_eq!(l["errors"], serde_json::json!({}));
+        assert_eq!(
+            l["served_check"]["server_served"].as_f64().unwrap(),
+            (c + w) as f64,
+            "{l}"
+        );
+        assert_eq!(l["served_check"]["matches"], true);
+        assert!(l["rss_peak_mb"].as_f64().unwrap() > 0.0);
+        client_total += c + w;
+    }
+    assert_eq!(after - before, client_total as f64);
+    assert_eq!(r["soak"]["windows"].as_array().unwrap().len(), 2);
+    assert_internal_within_external(&out, &r);
+    for f in [
+        "report.json",
+        "report.md",
+        "chart.svg",
+        "rss.svg",
+        "requests.csv",
+        "rss.csv",
+    ] {
+        assert!(out.join(f).is_file(), "missing {f}");
+    }
+    // With the cap at 2, level 4 waits in the queue.
+    assert!(
+        levels[2]["queue_wait_ms"]["p50"].as_f64().unwrap() > 5.0,
+        "{}",
+        levels[2]
+    );
+}
+
+/// Open loop: latency from the schedule, spawn-server path, server stopped afterwards.
+#[test]
+fn open_loop_with_spawned_server() {
+    let _g = serial();
+    let dir = scratch("mock-open");
+    let pool = request_pool(&dir, 2);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = dir.join("out");
+    let spawn = format!(
+        "{} mock-server --bind 127.0.0.1 --port {port} --prove-time 20ms",
+        loadgen_bin()
+    );
+    let o = run_bounded(
+        Command::new(loadgen_bin())
+            .args([
+                "run",
+                "--url",
+                &url,
+                "--levels",
+                "none",
+                "--open-rate",
+                "20",
+                "--duration",
+                "1.5s",
+                "--warmup",
+                "0s",
+            ])
+            .args(["--quiet", "--spawn-server", &spawn])
+            .arg("--requests")
+            .arg(&pool)
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(60),
+    );
+    assert_success(&o, "loadgen run --open-rate");
+    let r = read_report(&out);
+    let ol = &r["open_loop"][0];
+    assert_eq!(ol["rate_rps"], 20.0);
+    let n = ol["scheduled"].as_u64().unwrap();
+    assert!((10..=60).contains(&n), "scheduled {n} at 20/s for 1.5 s");
+    assert_eq!(ol["completed"].as_u64().unwrap(), n);
+    assert_eq!(ol["served_check"]["matches"], true);
+    assert!(
+        ol["latency_ms"]["p50"].as_f64().unwrap()
+            >= ol["internal_prove_ms"]["p50"].as_f64().unwrap()
+    );
+    assert_internal_within_external(&out, &r);
+    let pid = r["server"]["pid"].as_u64().expect("spawned server pid");
+    assert!(r["levels"][0].is_null() && r["open_loop"][0]["rss_samples"].as_u64().unwrap() > 3);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "spawned server still running"
+    );
+    assert!(
+        get(&url, "/readyz").is_none(),
+        "spawned server still answering"
+    );
+}
+
+/// The A/B runner end to end: variants, side-by-side table, sweep and the best setting.
+#[test]
+fn ab_with_mock() {
+    let _g = serial();
+    let dir = scratch("mock-ab");
+    let pool = request_pool(&dir, 2);
+    let out = dir.join("ab");
+    let port = free_port();
+    let server_cmd = format!("{} mock-server --prove-time 20ms", loadgen_bin());
+    let o = run_bounded(
+        Command::new(loadgen_bin())
+            .args([
+                "ab",
+                "--server-cmd",
+                &server_cmd,
+                "--port",
+                &port.to_string(),
+                "--levels",
+                "1,2",
+            ])
+            .args([
+                "--duration",
+                "0.6s",
+                "--warmup",
+                "0.2s",
+                "--sweep",
+                "1x2,2x1",
+                "--quiet",
+            ])
+            .arg("--keys-dir")
+            .arg(&dir)
+            .arg("--requests")
+            .arg(&pool)
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(120),
+    );
+    assert_success(&o, "loadgen ab");
+    for v in ["unlimited", "capped", "sweep-1x2", "sweep-2x1"] {
+        let r = read_report(&out.join(v));
+        assert_eq!(r["levels"].as_array().unwrap().len(), 2, "{v}");
+        assert!(out.join(v).join("chart.svg").is_file());
+    }
+    let unl = read_report(&out.join("unlimited"));
+    assert!(unl["server"]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("--unlimited"));
+    let md = std::fs::read_to_string(out.join("ab.md")).unwrap();
+    assert!(md.contains("## Side by side"));
+    assert!(
+        md.contains("| Concurrency | Throughput (req/s) unlimited | Throughput (req/s) capped |")
+    );
+    assert!(md.contains("**Best setting: `--max-inflight "), "{md}");
+    let ab: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("ab.json")).unwrap()).unwrap();
+    assert!(ab["best"]["max_inflight"].is_u64());
+    assert!(out.join("ab.svg").is_file() && out.join("command.txt").is_file());
+}
+
+#[test]
+fn plan_prints_both_examples() {
+    let o = run_bounded(
+        Command::new(loadgen_bin()).args(["plan", "--throughput", "1.6"]),
+        Duration::from_secs(10),
+    );
+    assert_success(&o, "plan");
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.contains("| CHAPS | 210,483 | 06:00-18:00 (12 h) | 4.872 | none | 4.872 | 4 |"),
+        "{s}"
+    );
+    assert!(
+        s.contains("| Fedwire | 869,187 | 22 h | 10.975 | none | 10.975 | 7 |"),
+        "{s}"
+    );
+    assert!(s.contains("First-order estimate") && s.contains("ignores intraday peaks"));
+    let o = run_bounded(
+        Command::new(loadgen_bin()).args([
+            "plan",
+            "--throughput",
+            "1.6",
+            "--peak-factor",
+            "2",
+            "--daily",
+            "100000",
+            "--window",
+            "09:00-17:00",
+            "--json",
+        ]),
+        Duration::from_secs(10),
+    );
+    assert_success(&o, "plan --json");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 3);
+    assert_eq!(v["rows"][0]["machines"], 7); // 2 × 4.872 / 1.6 = 6.09
+    assert_eq!(v["rows"][2]["workload"]["window_hours"], 8.0);
+}

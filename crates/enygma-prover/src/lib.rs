@@ -1,0 +1,289 @@
+//! The Enygma transfer prover: strict request parsing, the native checks, development keys,
+//! and Groth16 proofs from cached constraint matrices.
+//!
+//! Proving is split the way a server needs it:
+//! - [`TransferProver::prepare`] parses a request and runs all 14 checks natively (milliseconds),
+//!   so a bad request is refused before it costs any proving work or a queue slot;
+//! - [`TransferProver::prove`] synthesizes only the witness (the matrices were built once per k
+//!   at load time) and runs ark-groth16's prover on the caller's rayon pool.
+
+pub mod keys;
+pub mod request;
+pub mod response;
+
+use std::{
+    fmt,
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use ark_bn254::Bn254;
+use ark_groth16::{r1cs_to_qap::LibsnarkReduction, Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
+use ark_relations::gr1cs::{
+    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisMode, R1CS_PREDICATE_LABEL,
+};
+use ark_snark::SNARK;
+use ark_std::UniformRand;
+pub use enygma_circuit::SUPPORTED_K;
+use enygma_circuit::{
+    transfer::{constraints::TransferCircuit, num_public_inputs, CheckFailure, TransferInputs},
+    Fr,
+};
+pub use keys::KeyError;
+pub use request::RequestError;
+pub use response::ProofResponse;
+
+/// The log filter every binary should start from. arkworks' gadgets carry
+/// `#[tracing::instrument(target = "gr1cs")]`: with those spans enabled, every field operation
+/// formats its operands, which multiplies synthesis time and memory by orders of magnitude.
+pub const DEFAULT_LOG_FILTER: &str = "info,gr1cs=off";
+
+/// Why a request was not proved. The messages are safe to return to a client: they name a
+/// field or a check, never a value.
+#[derive(Debug)]
+pub enum ProveError {
+    /// HTTP 400: the body is not a well-formed request.
+    BadRequest(RequestError),
+    /// HTTP 400, with the reference's message.
+    UnsupportedK(usize),
+    /// HTTP 422: a well-formed request whose statement is false.
+    CheckFailed(CheckFailure),
+    /// HTTP 500.
+    Internal(String),
+}
+
+impl fmt::Display for ProveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BadRequest(e) => e.fmt(f),
+            Self::UnsupportedK(_) => f.write_str("k value not supported: must be between 2 and 6"),
+            Self::CheckFailed(c) => c.fmt(f),
+            Self::Internal(e) => write!(f, "internal error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ProveError {}
+
+/// Sizes of one k's circuit, as `enygma info` reports them.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CircuitInfo {
+    pub k: usize,
+    pub constraints: usize,
+    pub witness_variables: usize,
+    pub public_inputs: usize,
+}
+
+/// The constraint matrices of one k, built once in setup mode.
+pub struct CircuitShape {
+    pub info: CircuitInfo,
+    /// `[A, B, C]` of the R1CS.
+    matrices: Vec<Matrix<Fr>>,
+    /// Instance variables including the constant 1.
+    num_instance_variables: usize,
+}
+
+impl CircuitShape {
+    pub fn build(k: usize) -> Result<Self, ProveError> {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_optimization_goal(OptimizationGoal::Constraints);
+        cs.set_mode(SynthesisMode::Setup);
+        TransferCircuit::for_setup(k)
+            .generate_constraints(cs.clone())
+            .map_err(|e| ProveError::Internal(format!("synthesis for k={k}: {e}")))?;
+        cs.finalize();
+        let mut matrices = cs
+            .to_matrices()
+            .map_err(|e| ProveError::Internal(format!("matrices for k={k}: {e}")))?;
+        let matrices = matrices
+            .remove(R1CS_PREDICATE_LABEL)
+            .ok_or_else(|| ProveError::Internal("no R1CS matrices".into()))?;
+        let num_instance_variables = cs.num_instance_variables();
+        Ok(Self {
+            info: CircuitInfo {
+                k,
+                constraints: cs.num_constraints(),
+                witness_variables: cs.num_witness_variables(),
+                public_inputs: num_instance_variables - 1,
+            },
+            matrices,
+            num_instance_variables,
+        })
+    }
+}
+
+/// Everything needed to prove and verify for one k.
+pub struct CircuitKeys {
+    pub shape: CircuitShape,
+    pub proving_key: ProvingKey<Bn254>,
+    prepared_vk: PreparedVerifyingKey<Bn254>,
+}
+
+impl CircuitKeys {
+    pub fn verifying_key(&self) -> &VerifyingKey<Bn254> {
+        &self.proving_key.vk
+    }
+
+    /// Loads k's keys from `dir`, creating development keys if the proving key is missing, and
+    /// refuses keys that do not fit the circuit.
+    pub fn load_or_create(dir: &Path, k: usize) -> Result<Self, KeyError> {
+        let mismatch = |reason: String| KeyError::Mismatch { k, dir: dir.display().to_string(), reason };
+        let shape = CircuitShape::build(k).map_err(|e| mismatch(e.to_string()))?;
+        let paths = keys::KeyPaths::new(dir, k);
+        let committed_vk = paths.verifying.exists().then(|| keys::load_verifying_key(&paths.verifying)).transpose()?;
+        let proving_key = if paths.proving.exists() {
+            keys::load_proving_key(&paths)?
+        } else {
+            tracing::warn!(k, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
+            let pk = keys::generate(k)?;
+            if committed_vk.as_ref().is_some_and(|vk| *vk != pk.vk) {
+                return Err(mismatch("the verifying key on disk is not the one the seed gives for this circuit".into()));
+            }
+            keys::save(dir, k, &pk)?;
+            pk
+        };
+        if committed_vk.is_some_and(|vk| vk != proving_key.vk) {
+            return Err(mismatch("the verifying key on disk does not belong to the proving key".into()));
+        }
+        let variables = shape.num_instance_variables + shape.info.witness_variables;
+        if proving_key.vk.gamma_abc_g1.len() != shape.num_instance_variables || proving_key.a_query.len() != variables {
+            return Err(mismatch(format!(
+                "the proving key is for {} public inputs and {} variables, the circuit has {} and {}",
+                proving_key.vk.gamma_abc_g1.len().saturating_sub(1),
+                proving_key.a_query.len(),
+                shape.info.public_inputs,
+                variables
+            )));
+        }
+        let prepared_vk = ark_groth16::prepare_verifying_key(&proving_key.vk);
+        Ok(Self { shape, proving_key, prepared_vk })
+    }
+}
+
+/// A parsed request that passed every native check.
+pub struct PreparedTransfer {
+    pub k: usize,
+    pub sender_index: usize,
+    inputs: TransferInputs,
+}
+
+impl PreparedTransfer {
+    pub fn public_inputs(&self) -> Vec<Fr> {
+        self.inputs.public_inputs()
+    }
+}
+
+/// Where the time of one proof went.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProveTimings {
+    /// Witness synthesis (no matrices).
+    pub witness: Duration,
+    /// QAP witness map, the MSMs, and the self-check of the proof.
+    pub prove: Duration,
+}
+
+/// Keys and matrices for every supported k.
+pub struct TransferProver {
+    circuits: Vec<CircuitKeys>,
+}
+
+/// Parses and checks a request for k; no keys needed.
+pub fn prepare(k: usize, body: &[u8]) -> Result<PreparedTransfer, ProveError> {
+    if !SUPPORTED_K.contains(&k) {
+        return Err(ProveError::UnsupportedK(k));
+    }
+    let inputs = request::parse_transfer_request(k, body).map_err(ProveError::BadRequest)?;
+    let sender_index = inputs.check().map_err(ProveError::CheckFailed)?;
+    Ok(PreparedTransfer { k, sender_index, inputs })
+}
+
+impl TransferProver {
+    /// Loads (or creates) the keys of every k in `keys_dir`. Logs that the keys are
+    /// development keys, every time.
+    pub fn load_or_create(keys_dir: &Path) -> Result<Self, KeyError> {
+        tracing::warn!(
+            dir = %keys_dir.display(),
+            "using DEVELOPMENT keys from a single-party setup with a public seed: proofs are not secure for production"
+        );
+        let circuits = SUPPORTED_K
+            .map(|k| {
+                let started = Instant::now();
+                let keys = CircuitKeys::load_or_create(keys_dir, k)?;
+                tracing::info!(k, constraints = keys.shape.info.constraints, elapsed_ms = started.elapsed().as_millis() as u64, "keys and matrices loaded");
+                Ok(keys)
+            })
+            .collect::<Result<Vec<_>, KeyError>>()?;
+        Ok(Self { circuits })
+    }
+
+    pub fn circuit(&self, k: usize) -> Option<&CircuitKeys> {
+        SUPPORTED_K.contains(&k).then(|| &self.circuits[k - SUPPORTED_K.start()])
+    }
+
+    pub fn info(&self) -> Vec<CircuitInfo> {
+        self.circuits.iter().map(|c| c.shape.info.clone()).collect()
+    }
+
+    /// See [`prepare`].
+    pub fn prepare(&self, k: usize, body: &[u8]) -> Result<PreparedTransfer, ProveError> {
+        prepare(k, body)
+    }
+
+    /// Witness synthesis and the Groth16 proof, on the current rayon pool. The proof is
+    /// verified before it is returned: a prover bug surfaces as an internal error, never as an
+    /// invalid proof.
+    pub fn prove(&self, prepared: &PreparedTransfer) -> Result<(ProofResponse, ProveTimings), ProveError> {
+        let keys = self.circuit(prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?;
+        let shape = &keys.shape;
+        let started = Instant::now();
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_optimization_goal(OptimizationGoal::Constraints);
+        cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
+        TransferCircuit::for_proving(prepared.inputs.clone())
+            .generate_constraints(cs.clone())
+            .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
+        let internal = |e: ark_relations::gr1cs::SynthesisError| ProveError::Internal(e.to_string());
+        let mut assignment = cs.instance_assignment().map_err(internal)?;
+        assignment.extend(cs.witness_assignment().map_err(internal)?);
+        drop(cs);
+        if assignment.len() != shape.num_instance_variables + shape.info.witness_variables {
+            return Err(ProveError::Internal("witness size differs from the circuit's".into()));
+        }
+        let witness = started.elapsed();
+
+        let started = Instant::now();
+        let mut rng = rand::thread_rng();
+        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let proof = Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
+            &keys.proving_key,
+            r,
+            s,
+            &shape.matrices,
+            shape.num_instance_variables,
+            shape.info.constraints,
+            &assignment,
+        )
+        .map_err(internal)?;
+        let public_inputs = &assignment[1..shape.num_instance_variables];
+        let valid = Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, public_inputs, &proof).map_err(internal)?;
+        if !valid {
+            return Err(ProveError::Internal("the proof did not verify".into()));
+        }
+        let prove = started.elapsed();
+        Ok((ProofResponse::new(&proof, public_inputs), ProveTimings { witness, prove }))
+    }
+
+    /// Checks a proof in the reference's response format against k's verifying key.
+    pub fn verify(&self, k: usize, response: &ProofResponse) -> Result<bool, ProveError> {
+        let keys = self.circuit(k).ok_or(ProveError::UnsupportedK(k))?;
+        let (proof, inputs) = response.to_proof().map_err(ProveError::BadRequest)?;
+        if inputs.len() != num_public_inputs(k) {
+            return Err(ProveError::BadRequest(RequestError {
+                field: "public_signal".into(),
+                reason: format!("expected {} elements, got {}", num_public_inputs(k), inputs.len()),
+            }));
+        }
+        Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, &inputs, &proof)
+            .map_err(|e| ProveError::Internal(e.to_string()))
+    }
+}

@@ -1,0 +1,211 @@
+//! The reference's transfer request, parsed strictly.
+//!
+//! The reference reduces values ≥ r, leading zeros and signs modulo r and accepts them, while
+//! echoing the raw strings in `public_signal`; it parses `sender_id` and `block_number` with Go's
+//! base-0 rules (hex, octal), truncates long arrays and panics on short ones. Here every number
+//! must be a canonical decimal string (no sign, no leading zero, below r), every array exactly k
+//! long, every field present. Each error names its field (`tx_values[3]: not a decimal number`)
+//! and never repeats the value, which may be secret. Unknown fields are ignored, as the
+//! reference's JSON binding ignores them.
+
+use std::fmt;
+
+use ark_ff::PrimeField;
+use enygma_circuit::{transfer::TransferInputs, Fr};
+use num_bigint::BigUint;
+use serde_json::{Map, Value};
+
+/// A request that cannot be parsed: HTTP 400. `field` is a JSON path such as
+/// `previous_commits[2][1]`, or `body` when the body is not a JSON object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestError {
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+fn error(field: impl Into<String>, reason: impl Into<String>) -> RequestError {
+    RequestError { field: field.into(), reason: reason.into() }
+}
+
+/// Parses one canonical decimal field element.
+pub fn parse_field_element(field: &str, value: &Value) -> Result<Fr, RequestError> {
+    let s = value.as_str().ok_or_else(|| error(field, "expected a decimal string"))?;
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(error(field, "not a decimal number"));
+    }
+    if s.len() > 1 && s.starts_with('0') {
+        return Err(error(field, "leading zeros are not allowed"));
+    }
+    let n: BigUint = s.parse().map_err(|_| error(field, "not a decimal number"))?;
+    if n >= BigUint::from_bytes_le(&ark_ff::BigInteger::to_bytes_le(&Fr::MODULUS)) {
+        return Err(error(field, "not below the field modulus r"));
+    }
+    Ok(Fr::from(n))
+}
+
+struct Fields<'a> {
+    object: &'a Map<String, Value>,
+    k: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, name: &str) -> Result<&'a Value, RequestError> {
+        self.object.get(name).ok_or_else(|| error(name, "missing"))
+    }
+
+    fn scalar(&self, name: &str) -> Result<Fr, RequestError> {
+        parse_field_element(name, self.get(name)?)
+    }
+
+    fn array_of<T>(
+        &self,
+        name: &str,
+        len: usize,
+        value: &'a Value,
+        item: impl Fn(&str, &'a Value) -> Result<T, RequestError>,
+    ) -> Result<Vec<T>, RequestError> {
+        let items = value.as_array().ok_or_else(|| error(name, "expected an array"))?;
+        if items.len() != len {
+            return Err(error(name, format!("expected {len} elements, got {}", items.len())));
+        }
+        items.iter().enumerate().map(|(i, v)| item(&format!("{name}[{i}]"), v)).collect()
+    }
+
+    fn scalars(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
+        self.array_of(name, self.k, self.get(name)?, parse_field_element)
+    }
+
+    fn points(&self, name: &str) -> Result<Vec<(Fr, Fr)>, RequestError> {
+        self.array_of(name, self.k, self.get(name)?, |field, v| {
+            let xy = self.array_of(field, 2, v, parse_field_element)?;
+            Ok((xy[0], xy[1]))
+        })
+    }
+}
+
+/// Parses a `/generateProofTransfer-{k}` body.
+pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<TransferInputs, RequestError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        // serde_json's syntax errors give a position, never the input's text.
+        error("body", format!("malformed JSON ({e})"))
+    })?;
+    let object = value.as_object().ok_or_else(|| error("body", "expected a JSON object"))?;
+    let f = Fields { object, k };
+    Ok(TransferInputs {
+        sender_id: f.scalar("sender_id")?,
+        anonymity_set: f.scalars("anonymity_set")?,
+        secret_key: f.scalar("secret_key")?,
+        shared_secrets: f.scalars("shared_secrets")?,
+        hashed_shared_secrets: f.scalars("hashed_shared_secrets")?,
+        public_keys: f.scalars("public_keys")?,
+        previous_sender_balance: f.scalar("previous_sender_balance")?,
+        previous_sender_random_value: f.scalar("previous_sender_random_value")?,
+        previous_commits: f.points("previous_commits")?,
+        tx_commits: f.points("tx_commits")?,
+        tx_values: f.scalars("tx_values")?,
+        tx_random_values: f.scalars("tx_random_values")?,
+        sender_tx_value: f.scalar("sender_tx_value")?,
+        nullifier: f.scalar("nullifier")?,
+        block_number: f.scalar("block_number")?,
+        message_tags: f.scalars("message_tags")?,
+    })
+}
+
+/// Decimal string of a field element's canonical integer.
+pub fn to_decimal(x: &Fr) -> String {
+    x.into_bigint().to_string()
+}
+
+/// The request body for `inputs`, in the reference's field names: what `enygma gen-request`
+/// writes. Serializing and parsing it again gives the same inputs.
+pub fn to_request_json(inputs: &TransferInputs) -> Value {
+    let scalars = |xs: &[Fr]| Value::from(xs.iter().map(to_decimal).collect::<Vec<_>>());
+    let points = |ps: &[(Fr, Fr)]| {
+        Value::from(ps.iter().map(|(x, y)| Value::from(vec![to_decimal(x), to_decimal(y)])).collect::<Vec<_>>())
+    };
+    serde_json::json!({
+        "sender_id": to_decimal(&inputs.sender_id),
+        "anonymity_set": scalars(&inputs.anonymity_set),
+        "secret_key": to_decimal(&inputs.secret_key),
+        "shared_secrets": scalars(&inputs.shared_secrets),
+        "hashed_shared_secrets": scalars(&inputs.hashed_shared_secrets),
+        "public_keys": scalars(&inputs.public_keys),
+        "previous_sender_balance": to_decimal(&inputs.previous_sender_balance),
+        "previous_sender_random_value": to_decimal(&inputs.previous_sender_random_value),
+        "previous_commits": points(&inputs.previous_commits),
+        "tx_commits": points(&inputs.tx_commits),
+        "tx_values": scalars(&inputs.tx_values),
+        "tx_random_values": scalars(&inputs.tx_random_values),
+        "sender_tx_value": to_decimal(&inputs.sender_tx_value),
+        "nullifier": to_decimal(&inputs.nullifier),
+        "block_number": to_decimal(&inputs.block_number),
+        "message_tags": scalars(&inputs.message_tags),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn sample() -> TransferInputs {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        TransferInputs::generate(3, 1, 5, 10, &mut rng)
+    }
+
+    fn with(edit: impl Fn(&mut Value)) -> Result<TransferInputs, RequestError> {
+        let mut v = to_request_json(&sample());
+        edit(&mut v);
+        parse_transfer_request(3, v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn round_trips() {
+        assert_eq!(with(|_| {}).unwrap(), sample());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+            (Box::new(|v| v["tx_values"][2] = "12a".into()), "tx_values[2]: not a decimal number"),
+            (Box::new(|v| v["tx_values"][2] = "-1".into()), "tx_values[2]: not a decimal number"),
+            (Box::new(|v| v["tx_values"][2] = "0x10".into()), "tx_values[2]: not a decimal number"),
+            (Box::new(|v| v["block_number"] = "0123".into()), "block_number: leading zeros are not allowed"),
+            (Box::new(|v| v["block_number"] = 12.into()), "block_number: expected a decimal string"),
+            (Box::new(|v| v["secret_key"] = "".into()), "secret_key: not a decimal number"),
+            (
+                Box::new(|v| {
+                    v["nullifier"] =
+                        "21888242871839275222246405745257275088548364400416034343698204186575808495617".into()
+                }),
+                "nullifier: not below the field modulus r",
+            ),
+            (Box::new(|v| v["anonymity_set"].as_array_mut().unwrap().push("1".into())), "anonymity_set: expected 3 elements, got 4"),
+            (Box::new(|v| { v["message_tags"].as_array_mut().unwrap().pop(); }), "message_tags: expected 3 elements, got 2"),
+            (Box::new(|v| { v.as_object_mut().unwrap().remove("sender_tx_value"); }), "sender_tx_value: missing"),
+            (Box::new(|v| v["tx_commits"][1] = Value::from(vec!["1"])), "tx_commits[1]: expected 2 elements, got 1"),
+            (Box::new(|v| v["previous_commits"][0][1] = "x".into()), "previous_commits[0][1]: not a decimal number"),
+            (Box::new(|v| v["shared_secrets"] = "1".into()), "shared_secrets: expected an array"),
+        ];
+        for (edit, expected) in cases {
+            assert_eq!(with(edit).unwrap_err().to_string(), expected);
+        }
+        assert_eq!(parse_transfer_request(3, b"[1]").unwrap_err().to_string(), "body: expected a JSON object");
+        assert!(parse_transfer_request(3, b"{\"a\":").unwrap_err().to_string().starts_with("body: malformed JSON"));
+    }
+
+    #[test]
+    fn errors_never_repeat_the_value() {
+        let secret = "98765432109876543210x";
+        let err = with(|v| v["secret_key"] = secret.into()).unwrap_err().to_string();
+        assert!(!err.contains("9876"), "{err}");
+    }
+}

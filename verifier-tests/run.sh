@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Independent verification of enygma's verifier artifacts:
+#   1. installs the pinned npm packages (npm ci, from package-lock.json),
+#   2. generates fixtures (keys, proofs, Verifier.sol) with a cargo command,
+#   3. runs the node tests: snarkjs groth16 verify, and the Solidity verifier compiled with
+#      solc-js and executed in @ethereumjs/evm (gas written to $OUT_DIR/gas.json).
+# Exits non-zero if anything fails.
+#
+# usage: verifier-tests/run.sh [FIXTURES_DIR]
+#   FIXTURES_DIR   where fixtures are written and read (default: verifier-tests/fixtures, which
+#                  is emptied first; a directory you name is not emptied).
+# environment:
+#   MAKE_FIXTURES  command that writes fixtures into the directory given as its last argument
+#                  (default: cargo run -q -p enygma-verifier --example make-fixtures --)
+#   SKIP_FIXTURES=1  do not generate, test what is already in FIXTURES_DIR
+#   OUT_DIR        reports (default: verifier-tests/out)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+default_fixtures="$here/fixtures"
+fixtures="${1:-$default_fixtures}"
+out="${OUT_DIR:-$here/out}"
+make_fixtures="${MAKE_FIXTURES:-cargo run -q -p enygma-verifier --example make-fixtures --}"
+
+for tool in node npm; do
+  command -v "$tool" >/dev/null || { echo "verifier-tests: $tool is not installed (need node >= 20)" >&2; exit 1; }
+done
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "$node_major" -lt 20 ]; then
+  echo "verifier-tests: node $(node --version) is too old, need >= 20" >&2
+  exit 1
+fi
+
+echo "== npm ci (node $(node --version), npm $(npm --version))"
+(cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+
+if [ "${SKIP_FIXTURES:-0}" != 1 ]; then
+  if [ "$fixtures" = "$default_fixtures" ]; then rm -rf "$fixtures"; fi
+  mkdir -p "$fixtures"
+  fixtures="$(cd "$fixtures" && pwd)"
+  echo "== fixtures: $make_fixtures $fixtures"
+  # shellcheck disable=SC2086 # MAKE_FIXTURES is a command line
+  (cd "$root" && $make_fixtures "$fixtures")
+fi
+
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+echo "== node tests (fixtures: $fixtures)"
+status=0
+(cd "$here" && FIXTURES_DIR="$fixtures" OUT_DIR="$out" node --test \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$out/results.tap" \
+  test/snarkjs.test.js test/solidity.test.js) || status=$?
+
+pass="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$out/results.tap" | tail -1)"
+fail="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$out/results.tap" | tail -1)"
+if [ -f "$out/gas.json" ]; then
+  echo
+  echo "== gas ($out/gas.json)"
+  (cd "$here" && node scripts/gas-table.js "$out/gas.json")
+fi
+echo
+if [ -z "$pass" ] || [ "$pass" = 0 ]; then
+  echo "verifier-tests: no test ran" >&2
+  status=1
+fi
+echo "verifier-tests: ${pass:-0} passed, ${fail:-0} failed"
+exit "$status"
