@@ -9,7 +9,6 @@
 
 pub mod keys;
 pub mod request;
-pub mod response;
 
 use std::{
     fmt,
@@ -31,7 +30,7 @@ use enygma_circuit::{
 };
 pub use keys::KeyError;
 pub use request::RequestError;
-pub use response::ProofResponse;
+pub use enygma_verifier::ProofResponse;
 
 /// The log filter every binary should start from. arkworks' gadgets carry
 /// `#[tracing::instrument(target = "gr1cs")]`: with those spans enabled, every field operation
@@ -160,6 +159,18 @@ impl CircuitKeys {
     }
 }
 
+/// A malformed proof response, as a 400 that names its field.
+fn proof_error(e: enygma_verifier::Error) -> RequestError {
+    use enygma_verifier::Error;
+    let (field, reason) = match e {
+        Error::InvalidNumber { field, reason } => (field, reason),
+        Error::NotOnCurve { field } => (field, "not a point on BN254".into()),
+        Error::NotInSubgroup { field } => (field, "not in the prime-order subgroup".into()),
+        other => ("body".into(), other.to_string()),
+    };
+    RequestError { field, reason }
+}
+
 /// A parsed request that passed every native check.
 pub struct PreparedTransfer {
     pub k: usize,
@@ -270,13 +281,13 @@ impl TransferProver {
             return Err(ProveError::Internal("the proof did not verify".into()));
         }
         let prove = started.elapsed();
-        Ok((ProofResponse::new(&proof, public_inputs), ProveTimings { witness, prove }))
+        Ok((ProofResponse::from_proof(&proof, public_inputs), ProveTimings { witness, prove }))
     }
 
     /// Checks a proof in the reference's response format against k's verifying key.
     pub fn verify(&self, k: usize, response: &ProofResponse) -> Result<bool, ProveError> {
         let keys = self.circuit(k).ok_or(ProveError::UnsupportedK(k))?;
-        let (proof, inputs) = response.to_proof().map_err(ProveError::BadRequest)?;
+        let (proof, inputs) = response.to_proof().map_err(|e| ProveError::BadRequest(proof_error(e)))?;
         if inputs.len() != num_public_inputs(k) {
             return Err(ProveError::BadRequest(RequestError {
                 field: "public_signal".into(),
