@@ -1,4 +1,7 @@
-//! `enygma`: development keys, proofs and request pools for the Enygma transfer circuit.
+//! `enygma`: development keys, proofs, request pools and verifier artifacts for the Enygma
+//! transfer circuit.
+
+mod export;
 
 use std::{
     fs,
@@ -26,6 +29,9 @@ enum Command {
     Setup {
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
         keys_dir: PathBuf,
+        /// Only create missing keys; check the existing ones against the circuit instead.
+        #[arg(long)]
+        keep_existing: bool,
     },
     /// Prove a transfer request (a file, or - for standard input) and print the response JSON.
     Prove {
@@ -66,6 +72,56 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print (or write) k's verifying key as a snarkjs key, a Solidity verifier or arkworks bytes.
+    /// Reads only the verifying key KEYS_DIR/transfer-k{k}.vk.
+    ExportVk {
+        #[arg(long)]
+        k: usize,
+        #[arg(long, value_enum)]
+        format: export::VkFormatArg,
+        #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
+        keys_dir: PathBuf,
+        /// Solidity contract name (default EnygmaTransferVerifierK{k}).
+        #[arg(long)]
+        contract: Option<String>,
+        /// Write here instead of standard output (the bytes are the same).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Convert a proof response (a file, or -) into snarkjs's proof.json and public.json: written
+    /// into --out-dir, or printed as one object {"proof": ..., "public": [...]}.
+    ExportProof {
+        input: String,
+        #[arg(long, value_enum, default_value = "snarkjs")]
+        format: export::ProofFormatArg,
+        #[arg(long)]
+        out_dir: Option<PathBuf>,
+    },
+    /// Prove sample requests and one generated request per k with the keys in KEYS_DIR and write
+    /// them as fixtures for verifier-tests/ (snarkjs and the Solidity verifier in an EVM).
+    VerifierFixtures {
+        /// Output directory; one subdirectory per proof.
+        dir: PathBuf,
+        /// A request to prove (k from its anonymity_set); repeatable.
+        #[arg(long)]
+        sample: Vec<PathBuf>,
+        /// The k's of the generated requests, comma-separated (`--ks` alone: none).
+        #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "2,3,4,5,6")]
+        ks: Vec<usize>,
+        #[arg(long, default_value_t = 5)]
+        seed: u64,
+        #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
+        keys_dir: PathBuf,
+    },
+}
+
+/// k of a request body: the length of its `anonymity_set`.
+fn request_k(body: &[u8]) -> Option<usize> {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()?
+        .get("anonymity_set")?
+        .as_array()
+        .map(Vec::len)
 }
 
 fn read_input(input: &str) -> Result<Vec<u8>> {
@@ -84,8 +140,13 @@ fn load_prover(keys_dir: &Path) -> Result<TransferProver> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Setup { keys_dir } => {
+        Command::Setup { keys_dir, keep_existing } => {
             eprintln!("making DEVELOPMENT keys from the fixed public seed: not for production");
+            if keep_existing {
+                load_prover(&keys_dir)?;
+                eprintln!("keys for k=2..6 are present in {} and match the circuit", keys_dir.display());
+                return Ok(());
+            }
             for k in SUPPORTED_K {
                 let pk = keys::generate(k)?;
                 keys::save(&keys_dir, k, &pk)?;
@@ -96,10 +157,7 @@ fn run(cli: Cli) -> Result<()> {
             let body = read_input(&input)?;
             let k = match k {
                 Some(k) => k,
-                None => serde_json::from_slice::<serde_json::Value>(&body)
-                    .ok()
-                    .and_then(|v| v.get("anonymity_set").and_then(|a| a.as_array()).map(Vec::len))
-                    .context("cannot infer k: pass --k")?,
+                None => request_k(&body).context("cannot infer k: pass --k")?,
             };
             // Refuse bad requests before loading any key.
             let prepared = enygma_prover::prepare(k, &body)?;
@@ -151,13 +209,23 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::ExportVk { k, format, keys_dir, contract, out } => {
+            let bytes = export::export_vk(&keys_dir, k, format, contract.as_deref())?;
+            export::write_output(out.as_deref(), &bytes)?;
+        }
+        Command::ExportProof { input, format: export::ProofFormatArg::Snarkjs, out_dir } => {
+            export::export_proof(&read_input(&input)?, out_dir.as_deref())?;
+        }
+        Command::VerifierFixtures { dir, sample, ks, seed, keys_dir } => {
+            let opts = export::FixtureOptions { keys_dir, samples: sample, generated_ks: ks, seed };
+            export::write_verifier_fixtures(&dir, &opts)?;
+        }
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(enygma_prover::DEFAULT_LOG_FILTER));
+    let filter = tracing_subscriber::EnvFilter::new(enygma_prover::log_filter());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,

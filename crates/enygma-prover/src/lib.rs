@@ -32,10 +32,14 @@ pub use keys::KeyError;
 pub use request::RequestError;
 pub use enygma_verifier::ProofResponse;
 
-/// The log filter every binary should start from. arkworks' gadgets carry
-/// `#[tracing::instrument(target = "gr1cs")]`: with those spans enabled, every field operation
-/// formats its operands, which multiplies synthesis time and memory by orders of magnitude.
-pub const DEFAULT_LOG_FILTER: &str = "info,gr1cs=off";
+/// The tracing filter every binary should use: `RUST_LOG` (default `info`) with arkworks'
+/// `gr1cs` spans always off. Its gadgets carry `#[tracing::instrument(target = "gr1cs")]`; with
+/// those spans enabled every field operation formats its operands, which makes synthesis take
+/// minutes and gigabytes instead of milliseconds.
+pub fn log_filter() -> String {
+    let requested = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+    format!("{requested},gr1cs=off")
+}
 
 /// Why a request was not proved. The messages are safe to return to a client: they name a
 /// field or a check, never a value.
@@ -247,19 +251,8 @@ impl TransferProver {
         let keys = self.circuit(prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?;
         let shape = &keys.shape;
         let started = Instant::now();
-        let cs = ConstraintSystem::<Fr>::new_ref();
-        cs.set_optimization_goal(OptimizationGoal::Constraints);
-        cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
-        TransferCircuit::for_proving(prepared.inputs.clone())
-            .generate_constraints(cs.clone())
-            .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
+        let assignment = self.assignment(prepared)?;
         let internal = |e: ark_relations::gr1cs::SynthesisError| ProveError::Internal(e.to_string());
-        let mut assignment = cs.instance_assignment().map_err(internal)?;
-        assignment.extend(cs.witness_assignment().map_err(internal)?);
-        drop(cs);
-        if assignment.len() != shape.num_instance_variables + shape.info.witness_variables {
-            return Err(ProveError::Internal("witness size differs from the circuit's".into()));
-        }
         let witness = started.elapsed();
 
         let started = Instant::now();
@@ -282,6 +275,25 @@ impl TransferProver {
         }
         let prove = started.elapsed();
         Ok((ProofResponse::from_proof(&proof, public_inputs), ProveTimings { witness, prove }))
+    }
+
+    /// The full assignment (the constant 1, the public inputs, then the witness) from a
+    /// witness-only synthesis: no constraint matrices are built per request.
+    pub fn assignment(&self, prepared: &PreparedTransfer) -> Result<Vec<Fr>, ProveError> {
+        let shape = &self.circuit(prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?.shape;
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_optimization_goal(OptimizationGoal::Constraints);
+        cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
+        TransferCircuit::for_proving(prepared.inputs.clone())
+            .generate_constraints(cs.clone())
+            .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
+        let internal = |e: ark_relations::gr1cs::SynthesisError| ProveError::Internal(e.to_string());
+        let mut assignment = cs.instance_assignment().map_err(internal)?;
+        assignment.extend(cs.witness_assignment().map_err(internal)?);
+        if assignment.len() != shape.num_instance_variables + shape.info.witness_variables {
+            return Err(ProveError::Internal("witness size differs from the circuit's".into()));
+        }
+        Ok(assignment)
     }
 
     /// Checks a proof in the reference's response format against k's verifying key.

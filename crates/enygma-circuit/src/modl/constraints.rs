@@ -45,20 +45,38 @@ pub(crate) fn reduce_with_hint(
     x: &FpVar<Fr>,
     hint: impl Fn() -> Result<(u8, Fr), SynthesisError>,
 ) -> Result<Reduced, SynthesisError> {
-    let cs = x.cs();
-    let q_bits = alloc_bits(cs.clone(), || Ok(Fr::from(hint()?.0)), 3)?;
-    let remainder_bits = alloc_bits(cs.clone(), || Ok(hint()?.1), L_BITS)?;
+    let remainder_bits = alloc_bits(x.cs(), || Ok(hint()?.1), L_BITS)?;
     let remainder = Boolean::le_bits_to_fp(&remainder_bits)?;
-    let q = Boolean::le_bits_to_fp(&q_bits)?;
-    x.enforce_equal(&(q * l_fr() + &remainder))?;
+    enforce_remainder_with_hint(x, &remainder, || Ok(hint()?.0))?;
+    Ok(Reduced { remainder, remainder_bits })
+}
 
+/// Enforces `remainder = x mod L` for a remainder that is already known to be a non-negative
+/// integer below 2²⁵² (a linear combination of at most 252 constrained bits). Only the quotient
+/// (3 bits) and the upper bound (251 bits) are added: 258 constraints instead of [`reduce`]'s 509.
+pub fn enforce_remainder(x: &FpVar<Fr>, remainder: &FpVar<Fr>) -> Result<(), SynthesisError> {
+    enforce_remainder_with_hint(x, remainder, || Ok(div_rem(&x.value()?).0))
+}
+
+fn enforce_remainder_with_hint(
+    x: &FpVar<Fr>,
+    remainder: &FpVar<Fr>,
+    quotient: impl Fn() -> Result<u8, SynthesisError>,
+) -> Result<(), SynthesisError> {
+    let cs = x.cs().or(remainder.cs());
+    let q_bits = alloc_bits(cs.clone(), || Ok(Fr::from(quotient()?)), 3)?;
+    let q = Boolean::le_bits_to_fp(&q_bits)?;
+    x.enforce_equal(&(q * l_fr() + remainder))?;
+
+    // rem ≤ L − 1, and rem ≤ r − 7L − 1 when q = 7: the slack is a 251-bit number. A remainder
+    // of at most 252 bits above its bound would leave a "negative" slack ≥ r − 2²⁵², which has
+    // no 251-bit decomposition.
     let q_is_7 = FpVar::from(q_bits[0].clone())
         * FpVar::from(q_bits[1].clone())
         * FpVar::from(q_bits[2].clone());
-    let slack = FpVar::Constant(l_fr() - Fr::ONE) - &remainder - q_is_7 * wrap_margin();
+    let slack = FpVar::Constant(l_fr() - Fr::ONE) - remainder - q_is_7 * wrap_margin();
     let slack_bits = alloc_bits(cs, || slack.value(), L_BITS)?;
-    slack.enforce_equal(&Boolean::le_bits_to_fp(&slack_bits)?)?;
-    Ok(Reduced { remainder, remainder_bits })
+    slack.enforce_equal(&Boolean::le_bits_to_fp(&slack_bits)?)
 }
 
 /// Check 9: the canonical integer of `x` is one of 0, L, …, 7L (the multiples of L below r),
@@ -122,6 +140,32 @@ mod tests {
         let wrapped_rem = small - l * Fr::from(7u64);
         assert!(!forged(small, 7, wrapped_rem));
         assert!(forged(small, 0, small));
+    }
+
+    fn remainder_check(x: Fr, rem: Fr, q: u8) -> (bool, usize) {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        let xv = FpVar::new_witness(cs.clone(), || Ok(x)).unwrap();
+        let rem_bits = alloc_bits(cs.clone(), || Ok(rem), 252).unwrap();
+        let remv = Boolean::le_bits_to_fp(&rem_bits).unwrap();
+        let before = cs.num_constraints();
+        enforce_remainder_with_hint(&xv, &remv, || Ok(q)).unwrap();
+        (cs.is_satisfied().unwrap(), cs.num_constraints() - before)
+    }
+
+    #[test]
+    fn given_remainders_are_bound_and_cost_258() {
+        let l = l_fr();
+        let x = l * Fr::from(3u64) + Fr::from(5u64);
+        assert_eq!(remainder_check(x, Fr::from(5u64), 3), (true, 258));
+        // Not reduced: same residue, quotient one less.
+        assert!(!remainder_check(x, l + Fr::from(5u64), 2).0);
+        // Wrap-around: a small x as 7L + (x + r − 7L).
+        let small = Fr::from(5u64);
+        assert!(!remainder_check(small, small - l * Fr::from(7u64), 7).0);
+        // The honest path agrees with the native reduction on the largest value.
+        let top = -Fr::ONE;
+        let (q, rem) = super::super::div_rem(&top);
+        assert!(remainder_check(top, rem, q).0);
     }
 
     #[test]

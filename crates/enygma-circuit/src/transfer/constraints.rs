@@ -7,7 +7,6 @@
 use ark_r1cs_std::{
     alloc::AllocVar,
     boolean::Boolean,
-    convert::ToBitsGadget,
     eq::EqGadget,
     fields::{fp::FpVar, FieldVar},
     GR1CSVar,
@@ -96,8 +95,8 @@ impl ConstraintSynthesizer<Fr> for TransferCircuit {
         selectors.iter().map(|e| FpVar::from(e.clone())).sum::<FpVar<Fr>>().enforce_equal(&FpVar::one())?;
 
         // 2. tx_values[s] = (L − v) mod L.
-        let sender_tx_value = select(&selectors, &tx_values);
-        modl_gadgets::reduce(&(FpVar::Constant(modl::l_fr()) - &amount))?.remainder.enforce_equal(&sender_tx_value)?;
+        // tx_values[s] is a combination of its 252 bits, so only its upper bound is missing.
+        modl_gadgets::enforce_remainder(&(FpVar::Constant(modl::l_fr()) - &amount), &select(&selectors, &tx_values))?;
 
         // 3. Every commitment is on the curve.
         for p in previous_commits.iter().chain(&tx_commits) {
@@ -120,12 +119,13 @@ impl ConstraintSynthesizer<Fr> for TransferCircuit {
             .remainder
             .enforce_equal(&select(&selectors, &public_keys))?;
 
-        // 7. previous_commits[s] = Pedersen(B, R), R taken as its canonical 254 bits.
+        // 7. previous_commits[s] = Pedersen(B, R). R·H depends only on R mod L, so the scalar is
+        //    R's exact remainder (251 bits) rather than its canonical 254-bit decomposition.
         let sender_previous_commit = PointVar::new(
             select(&selectors, &previous_commits.iter().map(|p| p.x.clone()).collect::<Vec<_>>()),
             select(&selectors, &previous_commits.iter().map(|p| p.y.clone()).collect::<Vec<_>>()),
         );
-        pedersen(&balance_bits, &random_value.to_bits_le()?)?.enforce_equal(&sender_previous_commit)?;
+        pedersen(&balance_bits, &modl_gadgets::reduce(&random_value)?.remainder_bits)?.enforce_equal(&sender_previous_commit)?;
 
         // 8. message_tags[i] = Poseidon(Poseidon(12), sᵢ, block_number) mod L.
         let tag_domain = FpVar::Constant(poseidon::message_tag_domain());
@@ -171,7 +171,7 @@ impl ConstraintSynthesizer<Fr> for TransferCircuit {
             hashes.push(h);
         }
         let receivers_sum = hashes.iter().sum::<FpVar<Fr>>() - select(&selectors, &hashes);
-        modl_gadgets::reduce(&receivers_sum)?.remainder.enforce_equal(&select(&selectors, &tx_randoms))?;
+        modl_gadgets::enforce_remainder(&receivers_sum, &select(&selectors, &tx_randoms))?;
 
         Ok(())
     }
@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(counts, EXPECTED_CONSTRAINTS);
     }
 
-    const EXPECTED_CONSTRAINTS: [usize; 5] = [12_872, 16_708, 20_544, 24_380, 28_216];
+    const EXPECTED_CONSTRAINTS: [usize; 5] = [12_231, 16_067, 19_903, 23_739, 27_575];
 
     #[test]
     fn each_bad_class_is_unsatisfiable() {

@@ -1,0 +1,36 @@
+//! Criterion benchmarks of the k=6 transfer proof (the reference's `transfer-k6.json`):
+//! request to proof on 1 thread and on all threads, witness synthesis alone, key loading.
+//! Run with `cargo bench -p enygma-prover`; results with the machine go to benches/results/.
+
+use std::path::{Path, PathBuf};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use enygma_prover::{prepare, CircuitKeys, TransferProver};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn bench(c: &mut Criterion) {
+    let keys = repo().join("keys");
+    let prover = TransferProver::load_or_create(&keys).expect("keys");
+    let body = std::fs::read(repo().join("../shared/reference/requests/transfer-k6.json")).expect("sample");
+
+    let mut group = c.benchmark_group("transfer-k6");
+    group.sample_size(10);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for n in [1, threads] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+        group.bench_function(format!("request to proof, {n} thread(s)"), |b| {
+            b.iter(|| pool.install(|| prover.prove(&prepare(6, &body).unwrap()).unwrap()))
+        });
+    }
+    let prepared = prepare(6, &body).unwrap();
+    group.bench_function("parse and native checks", |b| b.iter(|| prepare(6, &body).unwrap()));
+    group.bench_function("witness synthesis", |b| b.iter(|| prover.assignment(&prepared).unwrap()));
+    group.bench_function("load keys and matrices (k=6)", |b| b.iter(|| CircuitKeys::load_or_create(&keys, 6).unwrap()));
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The project's whole test suite, from a fresh clone: builds what the tests start, creates the
+# development keys if they are missing, runs the Rust tests, then checks our proofs with
+# independent verifiers (snarkjs, and the exported Solidity verifier in an EVM).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
+command -v npm >/dev/null || { echo "node and npm are required for verifier-tests/" >&2; exit 1; }
+
+# The integration tests spawn these binaries (debug profile; arkworks is optimised even there).
+cargo build --workspace --bins
+
+# Proving keys are not committed: create the missing ones (a few seconds) and check the rest.
+./target/debug/enygma setup --keep-existing
+
+cargo test --workspace
+
+bash verifier-tests/run.sh
