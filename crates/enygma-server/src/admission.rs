@@ -1,0 +1,392 @@
+//! Admission control: a global cap on work in flight, a bounded FIFO queue with a timeout, and
+//! immediate shedding when the queue is full. See the crate documentation for the design.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+
+use crate::metrics::{Metrics, QueueGauges, QueueKind};
+
+/// Why a request was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdmitError {
+    /// Every slot is busy and the queue is full: 503 at once.
+    Shed,
+    /// Waited the whole queue timeout without getting a slot: 504.
+    Timeout(Duration),
+}
+
+/// A counting semaphore with a bounded FIFO queue in front of it.
+///
+/// tokio's `Semaphore` is fair: waiters are served strictly in arrival order and a released
+/// permit goes to the oldest waiter before any newcomer can `try_acquire` it. On top of it this
+/// type bounds the number of waiters (the queue depth), bounds how long each may wait, and
+/// counts the waiters that give up because their request future was dropped (client gone).
+pub struct Limiter {
+    kind: QueueKind,
+    semaphore: Arc<Semaphore>,
+    max_inflight: usize,
+    queue_depth: usize,
+    queue_timeout: Duration,
+    queued: AtomicUsize,
+    metrics: Arc<Metrics>,
+}
+
+/// A held slot of a [`Limiter`]; dropping it frees the slot for the oldest waiter.
+#[derive(Debug)]
+pub struct Permit {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Limiter {
+    pub fn new(
+        kind: QueueKind,
+        max_inflight: usize,
+        queue_depth: usize,
+        queue_timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        assert!(max_inflight > 0, "max_inflight must be at least 1");
+        Limiter {
+            kind,
+            semaphore: Arc::new(Semaphore::new(max_inflight)),
+            max_inflight,
+            queue_depth,
+            queue_timeout,
+            queued: AtomicUsize::new(0),
+            metrics,
+        }
+    }
+
+    /// Takes a free slot at once, or queues (FIFO) for one if the queue has room, or sheds.
+    /// Returns the slot and how long it waited. If the returned future is dropped while queued,
+    /// the request leaves the queue and is counted as abandoned.
+    pub async fn acquire(&self) -> Result<(Permit, Duration), AdmitError> {
+        let start = Instant::now();
+        if let Ok(p) = self.semaphore.clone().try_acquire_owned() {
+            self.metrics.observe_queue_wait(self.kind, Duration::ZERO);
+            return Ok((Permit { _permit: p }, Duration::ZERO));
+        }
+        // Reserve a place in the queue, or shed.
+        let reserved = self
+            .queued
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |q| (q < self.queue_depth).then_some(q + 1))
+            .is_ok();
+        if !reserved {
+            self.metrics.queue(self.kind).shed.fetch_add(1, Ordering::Relaxed);
+            return Err(AdmitError::Shed);
+        }
+        let mut place = QueuePlace { limiter: self, settled: false };
+        let outcome = tokio::time::timeout(self.queue_timeout, self.semaphore.clone().acquire_owned()).await;
+        place.settled = true;
+        drop(place);
+        let waited = start.elapsed();
+        match outcome {
+            Ok(Ok(p)) => {
+                self.metrics.observe_queue_wait(self.kind, waited);
+                Ok((Permit { _permit: p }, waited))
+            }
+            // The semaphore is never closed; treat it like a timeout if it ever is.
+            Ok(Err(_)) | Err(_) => {
+                self.metrics.queue(self.kind).timeouts.fetch_add(1, Ordering::Relaxed);
+                Err(AdmitError::Timeout(waited))
+            }
+        }
+    }
+
+    /// Seconds a shed client should wait before retrying: the time to work off a full queue at
+    /// the mean service time seen so far, between 1 and 60.
+    pub fn retry_after_secs(&self) -> u64 {
+        let Some(mean) = self.metrics.mean_service_time() else { return 1 };
+        let backlog = (self.queue_depth + self.max_inflight) as f64 / self.max_inflight as f64;
+        (mean.as_secs_f64() * backlog).ceil().clamp(1.0, 60.0) as u64
+    }
+
+    pub fn gauges(&self) -> QueueGauges {
+        QueueGauges {
+            queued: self.queued.load(Ordering::SeqCst),
+            queue_capacity: self.queue_depth,
+            max_inflight: self.max_inflight,
+        }
+    }
+
+    /// Slots in use now.
+    pub fn in_use(&self) -> usize {
+        self.max_inflight - self.semaphore.available_permits()
+    }
+}
+
+/// A reserved place in a [`Limiter`]'s queue; releases it when dropped.
+struct QueuePlace<'a> {
+    limiter: &'a Limiter,
+    /// False while waiting: a drop then means the request future was dropped (client gone).
+    settled: bool,
+}
+
+impl Drop for QueuePlace<'_> {
+    fn drop(&mut self) {
+        self.limiter.queued.fetch_sub(1, Ordering::SeqCst);
+        if !self.settled {
+            self.limiter.metrics.queue(self.limiter.kind).abandoned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The job of a proof panicked.
+#[derive(Debug)]
+pub struct JobPanicked;
+
+/// Admission for the proving routes: a [`Limiter`] whose every slot owns a dedicated rayon pool
+/// of `prove_threads` threads, or, with `--unlimited`, no limit and a fresh pool per proof.
+pub struct ProveAdmission {
+    limiter: Option<Limiter>,
+    /// Idle pools; there are exactly `max_inflight` of them, so a request holding a permit
+    /// always finds one.
+    idle_pools: Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>,
+    prove_threads: usize,
+    metrics: Arc<Metrics>,
+}
+
+/// The right to prove now: a permit (if limited) and the pool to prove on.
+pub struct Slot {
+    pool: Option<Arc<rayon::ThreadPool>>,
+    /// Where to return the pool; `None` for the throw-away pools of unlimited mode.
+    idle_pools: Option<Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>>,
+    permit: Option<Permit>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // Return the pool before releasing the permit, so that the next holder finds it.
+        if let (Some(pool), Some(idle)) = (self.pool.take(), &self.idle_pools) {
+            idle.lock().unwrap_or_else(|e| e.into_inner()).push(pool);
+        }
+        self.permit.take();
+    }
+}
+
+fn build_pool(threads: usize, name: String) -> Result<rayon::ThreadPool, String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .map_err(|e| format!("cannot start a prove pool: {e}"))
+}
+
+impl ProveAdmission {
+    /// `max_inflight: None` means unlimited.
+    pub fn new(
+        max_inflight: Option<usize>,
+        prove_threads: usize,
+        queue_depth: usize,
+        queue_timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, String> {
+        let mut pools = Vec::new();
+        if let Some(n) = max_inflight {
+            for slot in 0..n {
+                pools.push(Arc::new(build_pool(prove_threads, format!("prove{slot}"))?));
+            }
+        }
+        Ok(ProveAdmission {
+            limiter: max_inflight
+                .map(|n| Limiter::new(QueueKind::Prove, n, queue_depth, queue_timeout, metrics.clone())),
+            idle_pools: Arc::new(Mutex::new(pools)),
+            prove_threads,
+            metrics,
+        })
+    }
+
+    /// Waits for a proof slot (see [`Limiter::acquire`]); immediate in unlimited mode.
+    pub async fn acquire(&self) -> Result<(Slot, Duration), AdmitError> {
+        let Some(limiter) = &self.limiter else {
+            return Ok((Slot { pool: None, idle_pools: None, permit: None }, Duration::ZERO));
+        };
+        let (permit, waited) = limiter.acquire().await?;
+        let pool = self.idle_pools.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        debug_assert!(pool.is_some(), "a permit holder always finds an idle pool");
+        Ok((Slot { pool, idle_pools: Some(self.idle_pools.clone()), permit: Some(permit) }, waited))
+    }
+
+    /// Runs `job` on the slot's pool (never on a tokio thread) and hands back its result. The
+    /// slot stays held until the job ends, even if the awaiting request is dropped meanwhile:
+    /// the CPU is busy until then, so the cap must count it.
+    pub async fn run<R, F>(&self, mut slot: Slot, job: F) -> Result<R, JobPanicked>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        let pool = match slot.pool.clone() {
+            Some(pool) => pool,
+            None => match build_pool(self.prove_threads, "prove-u".to_string()) {
+                Ok(pool) => {
+                    let pool = Arc::new(pool);
+                    slot.pool = Some(pool.clone());
+                    pool
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot start a prove pool");
+                    return Err(JobPanicked);
+                }
+            },
+        };
+        let (tx, rx) = oneshot::channel();
+        let metrics = self.metrics.clone();
+        pool.spawn(move || {
+            metrics.proof_started();
+            let result = catch_unwind(AssertUnwindSafe(job));
+            metrics.proof_finished();
+            if result.is_err() {
+                metrics.proof_panicked();
+            }
+            drop(slot);
+            if tx.send(result).is_err() {
+                metrics.proof_discarded();
+            }
+        });
+        match rx.await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(_)) | Err(_) => Err(JobPanicked),
+        }
+    }
+
+    pub fn retry_after_secs(&self) -> u64 {
+        self.limiter.as_ref().map_or(1, Limiter::retry_after_secs)
+    }
+
+    pub fn gauges(&self) -> QueueGauges {
+        self.limiter.as_ref().map(Limiter::gauges).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limiter(n: usize, depth: usize, timeout_ms: u64) -> (Arc<Limiter>, Arc<Metrics>) {
+        let m = Arc::new(Metrics::new());
+        let l = Limiter::new(QueueKind::Prove, n, depth, Duration::from_millis(timeout_ms), m.clone());
+        (Arc::new(l), m)
+    }
+
+    #[tokio::test]
+    async fn sheds_beyond_cap_plus_queue() {
+        let (l, m) = limiter(1, 2, 5_000);
+        let (p1, w) = l.acquire().await.unwrap();
+        assert_eq!(w, Duration::ZERO);
+        let a = tokio::spawn({ let l = l.clone(); async move { l.acquire().await.map(|_| ()) } });
+        let b = tokio::spawn({ let l = l.clone(); async move { l.acquire().await.map(|_| ()) } });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(l.gauges().queued, 2);
+        assert_eq!(l.acquire().await.unwrap_err(), AdmitError::Shed);
+        assert_eq!(m.queue(QueueKind::Prove).shed.load(Ordering::Relaxed), 1);
+        drop(p1);
+        a.await.unwrap().unwrap();
+        b.await.unwrap().unwrap();
+        assert_eq!(l.gauges().queued, 0);
+        assert_eq!(l.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn queue_is_fifo() {
+        let (l, _) = limiter(1, 10, 5_000);
+        let (p, _) = l.acquire().await.unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 0..5 {
+            let (l, order) = (l.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                let (p, _) = l.acquire().await.unwrap();
+                order.lock().unwrap().push(i);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                drop(p);
+            }));
+            // Make the arrival order unambiguous.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(p);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+    }
+
+    #[tokio::test]
+    async fn times_out_and_counts() {
+        let (l, m) = limiter(1, 4, 100);
+        let (_p, _) = l.acquire().await.unwrap();
+        let t0 = Instant::now();
+        match l.acquire().await {
+            Err(AdmitError::Timeout(w)) => assert!(w >= Duration::from_millis(100)),
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert_eq!(m.queue(QueueKind::Prove).timeouts.load(Ordering::Relaxed), 1);
+        assert_eq!(l.gauges().queued, 0);
+    }
+
+    #[tokio::test]
+    async fn dropped_waiter_leaves_the_queue_and_is_counted() {
+        let (l, m) = limiter(1, 4, 5_000);
+        let (p, _) = l.acquire().await.unwrap();
+        let waiter = tokio::spawn({ let l = l.clone(); async move { l.acquire().await.map(|_| ()) } });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(l.gauges().queued, 1);
+        waiter.abort();
+        let _ = waiter.await;
+        assert_eq!(l.gauges().queued, 0);
+        assert_eq!(m.queue(QueueKind::Prove).abandoned.load(Ordering::Relaxed), 1);
+        drop(p);
+        // The slot is free again, nobody took it.
+        assert_eq!(l.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn zero_depth_never_queues() {
+        let (l, _) = limiter(1, 0, 5_000);
+        let _p = l.acquire().await.unwrap();
+        assert_eq!(l.acquire().await.unwrap_err(), AdmitError::Shed);
+    }
+
+    #[tokio::test]
+    async fn jobs_run_off_the_runtime_and_hold_their_slot() {
+        let m = Arc::new(Metrics::new());
+        let adm = Arc::new(ProveAdmission::new(Some(1), 1, 4, Duration::from_secs(5), m.clone()).unwrap());
+        let (slot, _) = adm.acquire().await.unwrap();
+        let name = adm
+            .run(slot, || std::thread::current().name().map(str::to_owned))
+            .await
+            .unwrap();
+        assert_eq!(name.as_deref(), Some("prove0-0"));
+        // A panicking job is reported, and its slot comes back.
+        let (slot, _) = adm.acquire().await.unwrap();
+        assert!(adm.run(slot, || -> () { panic!("boom") }).await.is_err());
+        let (slot, w) = adm.acquire().await.unwrap();
+        assert_eq!(w, Duration::ZERO);
+        drop(slot);
+        assert_eq!(m.proofs_in_flight(), 0);
+        assert_eq!(m.proofs_started(), 2);
+    }
+
+    #[tokio::test]
+    async fn unlimited_runs_everything_at_once() {
+        let m = Arc::new(Metrics::new());
+        let adm = Arc::new(ProveAdmission::new(None, 1, 0, Duration::from_secs(5), m.clone()).unwrap());
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let adm = adm.clone();
+            tasks.push(tokio::spawn(async move {
+                let (slot, w) = adm.acquire().await.unwrap();
+                assert_eq!(w, Duration::ZERO);
+                adm.run(slot, || std::thread::sleep(Duration::from_millis(200))).await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert!(m.render(true, false, Default::default(), Default::default()).contains("enygma_proofs_in_flight_peak 4"));
+    }
+}

@@ -1,0 +1,76 @@
+//! `enygma-server`: the drop-in replacement of the reference prove service
+//! (`rayls-sovereign-gnark-api`): same port, routes and JSON, but with a cap on proofs in
+//! flight, a bounded FIFO queue and immediate load shedding.
+//!
+//! # Routes
+//! - `POST /generateProofTransfer-{k}`, k = 2..6: the proof (200), or `{"error": "..."}` with
+//!   400 (bad k, malformed or non-canonical input; the message names the field), 413 (body over
+//!   the limit), 422 (a check fails; the message names it), 503 + `Retry-After` (queue full, or
+//!   keys still loading), 504 (queue timeout), 500 (prover failure).
+//! - `POST /verifyProofTransfer-{k}`: takes a 200 body of the prove route, answers
+//!   `{"valid": true|false}`. It has its own small limit and queue and never waits behind proofs.
+//! - `GET /healthcheck` (the reference's body), `/livez`, `/readyz` (503 until the keys of every
+//!   k are loaded, and again while draining), `/metrics` (Prometheus text). Never limited.
+//!
+//! # Admission design
+//! Proving is CPU-bound: past the number of cores, more concurrent proofs only add latency and
+//! memory (the reference, which starts everything at once, degrades 11-14x past 2-4 in flight).
+//! So every proving request goes through one shared [`admission::ProveAdmission`]:
+//!
+//! 1. **Validate before admission.** `intake` (k, readiness, body limit) and `prepare` (strict
+//!    parse and the native evaluation of all 14 checks, on tokio's blocking pool) run first, so
+//!    a bad request is answered 400/413/422 without ever taking a queue place.
+//! 2. **Cap.** A tokio [`Semaphore`](tokio::sync::Semaphore) with `--max-inflight` permits. It
+//!    is fair: waiters are served in arrival order (FIFO), and a released permit goes to the
+//!    oldest waiter before any newcomer can grab it.
+//! 3. **Bounded queue.** At most `--queue-depth` requests may wait for a permit (an atomic
+//!    counter reserved before waiting). A request that finds the queue full is shed at once with
+//!    503 and `Retry-After` (estimated from the mean service time). A waiter that does not get a
+//!    permit within `--queue-timeout` gets 504.
+//! 4. **Disconnects.** hyper drops the request future when the client closes the connection;
+//!    a queued request then leaves the queue without ever being proved, and
+//!    `enygma_abandoned_total` counts it. Once proving has started, the proof runs to completion
+//!    and its slot stays taken until then (the CPU is busy regardless, so the cap counts it).
+//! 5. **Dedicated pools.** Each of the `--max-inflight` slots owns a rayon pool of
+//!    `--prove-threads` threads; a proof runs inside its slot's pool (`ThreadPool::spawn`, so
+//!    the prover's parallel code uses that pool) and hands its result back over a oneshot
+//!    channel. No proof ever runs on a tokio worker, so `/healthcheck` stays fast under load.
+//!
+//! The controller is applied once, at router level, in [`app::router`]: it is one object in the
+//! shared state, used by the one `admit` stage of the proving routes, so all k share one limit.
+//!
+//! Why not tower's `ConcurrencyLimitLayer`: added per route it creates one limit per route
+//! instance (five routes, five limits); even shared (`GlobalConcurrencyLimitLayer`) it queues
+//! without bound and without a timeout, and `LoadShed` in front of it sheds as soon as every
+//! slot is busy: it offers "no queue" or "unbounded queue", not "bounded queue with a timeout".
+//! Its permit is also released when the response future ends, so a request whose client
+//! disconnects mid-proof would free a slot while its proof still occupies a core; here the
+//! permit travels with the proof job. And it exposes no queue depth for metrics. The semaphore
+//! version is ~100 lines and unit-tested.
+//!
+//! `--unlimited` disables the cap and the queue: every request starts proving at once on a
+//! fresh pool, like the reference (for A/B load tests).
+//!
+//! # Observability
+//! One log line per request (target `enygma_server::access`; text or JSON): request id (an
+//! incoming `X-Request-Id` is honoured and echoed), route, k, status, and queue / witness /
+//! prove / total milliseconds. Proving responses carry
+//! `Server-Timing: queue;dur=.., witness;dur=.., prove;dur=.., total;dur=..`. Request bodies and
+//! secret values never reach a log line, an error message or a metric label: the server never
+//! logs a body, error messages come from the prover's field/check names, and metric labels come
+//! from closed sets. See [`metrics`] for the series.
+
+pub mod admission;
+pub mod app;
+pub mod backend;
+pub mod config;
+pub mod metrics;
+pub mod prover;
+pub mod server;
+
+#[cfg(test)]
+mod tests;
+
+pub use app::{router, AppState};
+pub use backend::{BackendError, ProofBackend, ProofOutput};
+pub use server::{serve, shutdown_signal, Exit};

@@ -1,0 +1,340 @@
+//! Prometheus metrics, written by hand in the text exposition format (version 0.0.4).
+//!
+//! Why by hand: the service has a dozen series whose label values all come from small closed
+//! sets (route name, k in 2..=6, HTTP status, queue name), so atomics plus ~150 lines of
+//! rendering cover it without a metrics facade, a registry and an exporter (and their transitive
+//! dependencies). Label values are never taken from the request: a path with an unknown k is
+//! counted under `k="none"`, an unknown path under `route="other"`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::backend::SUPPORTED_K;
+
+/// Upper bounds (seconds) of the queue-wait histogram buckets.
+const QUEUE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+/// Upper bounds (seconds) of the witness and prove histogram buckets.
+const PROVE_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+
+/// The two admission queues.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    Prove = 0,
+    Verify = 1,
+}
+
+impl QueueKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            QueueKind::Prove => "prove",
+            QueueKind::Verify => "verify",
+        }
+    }
+}
+
+/// A fixed-bucket histogram.
+pub struct Histogram {
+    bounds: &'static [f64],
+    /// Per-bucket (not cumulative) counts; the last one is +Inf.
+    buckets: Vec<AtomicU64>,
+    sum_nanos: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_nanos: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    pub fn observe(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        let i = self.bounds.iter().position(|b| secs <= *b).unwrap_or(self.bounds.len());
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    fn sum_secs(&self) -> f64 {
+        self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        let mut cumulative = 0;
+        for (i, bound) in self.bounds.iter().enumerate() {
+            cumulative += self.buckets[i].load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}");
+        }
+        cumulative += self.buckets[self.bounds.len()].load(Ordering::Relaxed);
+        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {cumulative}");
+        let braces = |l: &str| if l.is_empty() { String::new() } else { format!("{{{l}}}") };
+        let _ = writeln!(out, "{name}_sum{} {}", braces(labels), self.sum_secs());
+        let _ = writeln!(out, "{name}_count{} {}", braces(labels), cumulative);
+    }
+}
+
+/// Per-queue counters.
+#[derive(Default)]
+pub struct QueueCounters {
+    pub shed: AtomicU64,
+    pub timeouts: AtomicU64,
+    pub abandoned: AtomicU64,
+}
+
+/// Gauges sampled from the admission controllers at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct QueueGauges {
+    pub queued: usize,
+    pub queue_capacity: usize,
+    /// 0 when unlimited.
+    pub max_inflight: usize,
+}
+
+/// Everything the service counts.
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(&'static str, &'static str, u16), u64>>,
+    queue: [QueueCounters; 2],
+    queue_wait: [Histogram; 2],
+    /// Indexed by k - 2.
+    witness: Vec<Histogram>,
+    prove: Vec<Histogram>,
+    proofs_started: AtomicU64,
+    proofs_in_flight: AtomicU64,
+    proofs_in_flight_peak: AtomicU64,
+    proofs_discarded: AtomicU64,
+    proof_panics: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Index of k in the per-k arrays, or `None` for an unsupported k.
+fn k_index(k: usize) -> Option<usize> {
+    SUPPORTED_K.contains(&k).then(|| k - SUPPORTED_K.start())
+}
+
+/// The label value for a k: "2".."6" or "none".
+pub fn k_label(k: Option<usize>) -> &'static str {
+    match k {
+        Some(2) => "2",
+        Some(3) => "3",
+        Some(4) => "4",
+        Some(5) => "5",
+        Some(6) => "6",
+        _ => "none",
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let n = SUPPORTED_K.count();
+        Metrics {
+            requests: Mutex::new(BTreeMap::new()),
+            queue: Default::default(),
+            queue_wait: [Histogram::new(QUEUE_BUCKETS), Histogram::new(QUEUE_BUCKETS)],
+            witness: (0..n).map(|_| Histogram::new(PROVE_BUCKETS)).collect(),
+            prove: (0..n).map(|_| Histogram::new(PROVE_BUCKETS)).collect(),
+            proofs_started: AtomicU64::new(0),
+            proofs_in_flight: AtomicU64::new(0),
+            proofs_in_flight_peak: AtomicU64::new(0),
+            proofs_discarded: AtomicU64::new(0),
+            proof_panics: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts a finished request. `route` and `k` must come from closed sets.
+    pub fn request(&self, route: &'static str, k: Option<usize>, status: u16) {
+        let mut map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        *map.entry((route, k_label(k), status)).or_insert(0) += 1;
+    }
+
+    pub fn queue(&self, kind: QueueKind) -> &QueueCounters {
+        &self.queue[kind as usize]
+    }
+
+    pub fn observe_queue_wait(&self, kind: QueueKind, d: Duration) {
+        self.queue_wait[kind as usize].observe(d);
+    }
+
+    pub fn observe_proof(&self, k: usize, witness: Duration, prove: Duration) {
+        if let Some(i) = k_index(k) {
+            self.witness[i].observe(witness);
+            self.prove[i].observe(prove);
+        }
+    }
+
+    /// A proof starts running on a prove pool.
+    pub fn proof_started(&self) {
+        self.proofs_started.fetch_add(1, Ordering::Relaxed);
+        let now = self.proofs_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.proofs_in_flight_peak.fetch_max(now, Ordering::SeqCst);
+    }
+
+    /// A proof stopped running (finished, failed or panicked).
+    pub fn proof_finished(&self) {
+        self.proofs_in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    pub fn proof_panicked(&self) {
+        self.proof_panics.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A proof finished after its client had gone.
+    pub fn proof_discarded(&self) {
+        self.proofs_discarded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn proofs_started(&self) -> u64 {
+        self.proofs_started.load(Ordering::Relaxed)
+    }
+
+    pub fn proofs_in_flight(&self) -> u64 {
+        self.proofs_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Mean witness + prove time over all k so far, if any proof finished.
+    pub fn mean_service_time(&self) -> Option<Duration> {
+        let count: u64 = self.prove.iter().map(Histogram::count).sum();
+        let sum: f64 = self.prove.iter().chain(&self.witness).map(Histogram::sum_secs).sum();
+        (count > 0).then(|| Duration::from_secs_f64(sum / count as f64))
+    }
+
+    /// Renders every series in the Prometheus text format.
+    pub fn render(&self, ready: bool, draining: bool, prove: QueueGauges, verify: QueueGauges) -> String {
+        let gauges = [(QueueKind::Prove, prove), (QueueKind::Verify, verify)];
+        let mut out = String::with_capacity(8 * 1024);
+        let o = &mut out;
+
+        header(o, "enygma_ready", "gauge", "1 once every k's keys are loaded, else 0.");
+        let _ = writeln!(o, "enygma_ready {}", ready as u8);
+        header(o, "enygma_draining", "gauge", "1 after SIGTERM/SIGINT, while in-flight and queued requests finish.");
+        let _ = writeln!(o, "enygma_draining {}", draining as u8);
+
+        header(o, "enygma_http_requests_total", "counter",
+            "Finished HTTP requests by route, k and status (499: the client went away first).");
+        {
+            let map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+            for ((route, k, status), n) in map.iter() {
+                let _ = writeln!(o, "enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}} {n}");
+            }
+        }
+
+        header(o, "enygma_proofs_in_flight", "gauge", "Proofs running on the prove pools now.");
+        let _ = writeln!(o, "enygma_proofs_in_flight {}", self.proofs_in_flight());
+        header(o, "enygma_proofs_in_flight_peak", "gauge", "Most proofs ever running at once since start.");
+        let _ = writeln!(o, "enygma_proofs_in_flight_peak {}", self.proofs_in_flight_peak.load(Ordering::SeqCst));
+        header(o, "enygma_proofs_started_total", "counter", "Proofs started on the prove pools.");
+        let _ = writeln!(o, "enygma_proofs_started_total {}", self.proofs_started());
+        header(o, "enygma_proofs_discarded_total", "counter",
+            "Proofs that finished after their client had disconnected.");
+        let _ = writeln!(o, "enygma_proofs_discarded_total {}", self.proofs_discarded.load(Ordering::Relaxed));
+        header(o, "enygma_proof_panics_total", "counter", "Proofs whose prover panicked (answered 500).");
+        let _ = writeln!(o, "enygma_proof_panics_total {}", self.proof_panics.load(Ordering::Relaxed));
+
+        header(o, "enygma_max_inflight", "gauge", "Configured concurrency limit per queue (0: unlimited).");
+        for (kind, g) in &gauges {
+            let _ = writeln!(o, "enygma_max_inflight{{queue=\"{}\"}} {}", kind.label(), g.max_inflight);
+        }
+        header(o, "enygma_queue_capacity", "gauge", "Configured queue depth per queue.");
+        for (kind, g) in &gauges {
+            let _ = writeln!(o, "enygma_queue_capacity{{queue=\"{}\"}} {}", kind.label(), g.queue_capacity);
+        }
+        header(o, "enygma_queue_depth", "gauge", "Requests waiting for a slot now.");
+        for (kind, g) in &gauges {
+            let _ = writeln!(o, "enygma_queue_depth{{queue=\"{}\"}} {}", kind.label(), g.queued);
+        }
+        type Counter = fn(&QueueCounters) -> &AtomicU64;
+        let counters: [(&str, &str, Counter); 3] = [
+            ("enygma_shed_total", "Requests refused at once with 503 because the queue was full.", |c| &c.shed),
+            ("enygma_queue_timeouts_total", "Requests answered 504 after waiting the queue timeout.", |c| &c.timeouts),
+            ("enygma_abandoned_total", "Queued requests whose client disconnected; they were never run.", |c| &c.abandoned),
+        ];
+        for (name, help, get) in counters {
+            header(o, name, "counter", help);
+            for kind in [QueueKind::Prove, QueueKind::Verify] {
+                let _ = writeln!(o, "{name}{{queue=\"{}\"}} {}", kind.label(), get(self.queue(kind)).load(Ordering::Relaxed));
+            }
+        }
+
+        header(o, "enygma_queue_wait_seconds", "histogram", "Time from admission to a free slot.");
+        for kind in [QueueKind::Prove, QueueKind::Verify] {
+            self.queue_wait[kind as usize].render(o, "enygma_queue_wait_seconds", &format!("queue=\"{}\"", kind.label()));
+        }
+        header(o, "enygma_witness_seconds", "histogram", "Witness synthesis time by k.");
+        for k in SUPPORTED_K {
+            self.witness[k - 2].render(o, "enygma_witness_seconds", &format!("k=\"{k}\""));
+        }
+        header(o, "enygma_prove_seconds", "histogram", "Groth16 prove time (after the witness) by k.");
+        for k in SUPPORTED_K {
+            self.prove[k - 2].render(o, "enygma_prove_seconds", &format!("k=\"{k}\""));
+        }
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prometheus_text() {
+        let m = Metrics::new();
+        m.request("generateProofTransfer", Some(6), 200);
+        m.request("generateProofTransfer", None, 400);
+        m.observe_queue_wait(QueueKind::Prove, Duration::from_millis(3));
+        m.observe_proof(6, Duration::from_millis(40), Duration::from_millis(600));
+        m.proof_started();
+        m.proof_started();
+        m.proof_finished();
+        m.queue(QueueKind::Prove).shed.fetch_add(5, Ordering::Relaxed);
+        let text = m.render(
+            true,
+            false,
+            QueueGauges { queued: 2, queue_capacity: 8, max_inflight: 2 },
+            QueueGauges::default(),
+        );
+        for line in [
+            "enygma_ready 1",
+            "enygma_http_requests_total{route=\"generateProofTransfer\",k=\"6\",status=\"200\"} 1",
+            "enygma_http_requests_total{route=\"generateProofTransfer\",k=\"none\",status=\"400\"} 1",
+            "enygma_proofs_in_flight 1",
+            "enygma_proofs_in_flight_peak 2",
+            "enygma_queue_depth{queue=\"prove\"} 2",
+            "enygma_shed_total{queue=\"prove\"} 5",
+            "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.005\"} 1",
+            "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.001\"} 0",
+            "enygma_prove_seconds_bucket{k=\"6\",le=\"1\"} 1",
+            "enygma_prove_seconds_bucket{k=\"6\",le=\"+Inf\"} 1",
+            "enygma_prove_seconds_count{k=\"6\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+        // Every sample line is `name{labels} value` or `name value`.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let value = l.rsplit(' ').next().unwrap();
+            assert!(value.parse::<f64>().is_ok(), "bad sample {l:?}");
+        }
+        let mean = m.mean_service_time().unwrap();
+        assert_eq!(mean, Duration::from_millis(640));
+    }
+}

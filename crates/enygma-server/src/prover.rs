@@ -1,0 +1,124 @@
+//! The real prover behind the [`ProofBackend`] seam: a thin adapter over
+//! `enygma_prover::TransferProver`.
+
+use std::path::Path;
+
+use enygma_prover::{PreparedTransfer, ProofResponse, ProveError, TransferProver};
+
+use crate::backend::{BackendError, ProofBackend, ProofOutput};
+
+/// `TransferProver` as a [`ProofBackend`].
+pub struct RealBackend(TransferProver);
+
+impl RealBackend {
+    /// Loads (or creates, as development keys) the keys of every k. Slow: seconds.
+    pub fn load(keys_dir: &Path) -> Result<Self, String> {
+        TransferProver::load_or_create(keys_dir)
+            .map(RealBackend)
+            .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))
+    }
+}
+
+/// The prover's error Display strings name fields and checks, never values: safe to return.
+fn map_err(e: ProveError) -> BackendError {
+    let message = e.to_string();
+    match e {
+        ProveError::BadRequest(_) => BackendError::BadRequest(message),
+        ProveError::CheckFailed(_) => BackendError::CheckFailed(message),
+        ProveError::UnsupportedK(k) => BackendError::UnsupportedK(k),
+        ProveError::Internal(_) => BackendError::Internal(message),
+    }
+}
+
+impl ProofBackend for RealBackend {
+    type Prepared = PreparedTransfer;
+
+    fn prepare(&self, k: usize, body: &[u8]) -> Result<PreparedTransfer, BackendError> {
+        self.0.prepare(k, body).map_err(map_err)
+    }
+
+    fn prove(&self, prepared: &PreparedTransfer) -> Result<ProofOutput, BackendError> {
+        let (response, timings) = self.0.prove(prepared).map_err(map_err)?;
+        let json = serde_json::to_vec(&response)
+            .map_err(|_| BackendError::Internal("cannot serialise the proof".into()))?;
+        Ok(ProofOutput { json, witness: timings.witness, prove: timings.prove })
+    }
+
+    fn verify(&self, k: usize, proof_json: &[u8]) -> Result<bool, BackendError> {
+        // serde's messages can quote input; report only where the JSON went wrong.
+        let response: ProofResponse = serde_json::from_slice(proof_json).map_err(|e| {
+            BackendError::BadRequest(format!(
+                "invalid proof JSON ({:?} error at line {} column {}): expected the 200 body of /generateProofTransfer-{k}",
+                e.classify(),
+                e.line(),
+                e.column()
+            ))
+        })?;
+        self.0.verify(k, &response).map_err(map_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The adapter's error mapping on the reference's samples, through the prover's key-free
+    //! `prepare` (the full HTTP round trip with real proofs is in `tests/acceptance.rs`).
+    use super::*;
+    use std::path::PathBuf;
+
+    fn sample(name: &str) -> Option<Vec<u8>> {
+        let dir = std::env::var_os("ENYGMA_REFERENCE_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference"));
+        std::fs::read(dir.join("requests").join(name)).ok()
+    }
+
+    fn prepare(k: usize, body: &[u8]) -> Result<(), BackendError> {
+        enygma_prover::prepare(k, body).map(|_| ()).map_err(map_err)
+    }
+
+    fn with(body: &[u8], field: &str, value: &str) -> Vec<u8> {
+        let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
+        v[field] = value.into();
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    #[test]
+    fn samples_map_to_the_right_status_class_without_values() {
+        let (Some(k6), Some(k2), Some(bad6), Some(bad2)) = (
+            sample("transfer-k6.json"),
+            sample("transfer-k2.json"),
+            sample("bad-transfer-k6.json"),
+            sample("bad-transfer-k2.json"),
+        ) else {
+            panic!("reference samples not found: set ENYGMA_REFERENCE_DIR");
+        };
+        assert_eq!(prepare(6, &k6), Ok(()));
+        assert_eq!(prepare(2, &k2), Ok(()));
+        let secret = serde_json::from_slice::<serde_json::Value>(&k6).unwrap()["secret_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+
+        let cases: Vec<(usize, Vec<u8>, &str)> = vec![
+            (6, bad6, "hashed_shared_secrets[0]"),
+            (2, k6.clone(), ""),                                      // arrays of 6 for k=2
+            (6, with(&k6, "block_number", "0x1f"), "block_number"),  // not decimal
+            (6, with(&k6, "sender_tx_value", "007"), "sender_tx_value"), // non-canonical
+            (6, with(&k6, "secret_key", &format!("{secret}x")), "secret_key"),
+        ];
+        for (k, body, field) in cases {
+            match prepare(k, &body) {
+                Err(BackendError::BadRequest(m)) => {
+                    assert!(m.contains(field), "{m:?} does not name {field}");
+                    assert!(!m.contains(&secret), "message leaks the secret key");
+                }
+                other => panic!("k={k} {field}: expected 400, got {other:?}"),
+            }
+        }
+        match prepare(2, &bad2) {
+            Err(BackendError::CheckFailed(m)) => assert!(m.contains("check"), "{m:?}"),
+            other => panic!("bad-transfer-k2: expected 422, got {other:?}"),
+        }
+        assert_eq!(prepare(7, &k6), Err(BackendError::UnsupportedK(7)));
+    }
+}

@@ -1,0 +1,148 @@
+//! Running the service: the listener first, the keys in the background, graceful drain.
+
+use std::future::{pending, Future, IntoFuture};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, Notify};
+
+use crate::app::{router, AppState};
+use crate::backend::ProofBackend;
+
+/// How the service ended; the process exit code.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// Stopped by a signal, every in-flight and queued request answered: exit 0.
+    Clean = 0,
+    /// The drain timeout expired with requests still running: exit 1.
+    DrainTimeout = 1,
+    /// The keys could not be loaded or created (e.g. a key that does not match its circuit):
+    /// exit 2.
+    Startup = 2,
+}
+
+/// Serves `state` on `listener` until `shutdown` completes, then drains.
+///
+/// The listener is already bound, so `/livez` and `/healthcheck` answer at once while `load`
+/// (the slow key loading) runs on the blocking pool; `/readyz` answers 503 until it has
+/// succeeded. If `load` fails the service stops with [`Exit::Startup`].
+///
+/// On `shutdown` the listener closes, `/readyz` turns 503, idle keep-alive connections close,
+/// and every in-flight and queued request is still answered. If that takes longer than
+/// `drain_timeout`, the service stops anyway with [`Exit::DrainTimeout`].
+pub async fn serve<B, L, S>(
+    listener: TcpListener,
+    state: Arc<AppState<B>>,
+    load: L,
+    shutdown: S,
+    drain_timeout: Duration,
+) -> Exit
+where
+    B: ProofBackend,
+    L: FnOnce() -> Result<B, String> + Send + 'static,
+    S: Future<Output = ()> + Send + 'static,
+{
+    let fatal = Arc::new(Notify::new());
+    let failed = Arc::new(AtomicBool::new(false));
+
+    {
+        let (state, fatal, failed) = (state.clone(), fatal.clone(), failed.clone());
+        tokio::spawn(async move {
+            let start = Instant::now();
+            let outcome = match tokio::task::spawn_blocking(load).await {
+                Ok(Ok(backend)) => {
+                    state.set_backend(backend);
+                    tracing::info!(elapsed_ms = start.elapsed().as_millis() as u64, "keys loaded; ready");
+                    return;
+                }
+                Ok(Err(e)) => e,
+                Err(_) => "key loading panicked".to_string(),
+            };
+            tracing::error!(error = %outcome, "cannot load the proving keys; stopping");
+            failed.store(true, Ordering::SeqCst);
+            fatal.notify_one();
+        });
+    }
+
+    let (drain_tx, drain_rx) = oneshot::channel::<()>();
+    let trigger = {
+        let state = state.clone();
+        async move {
+            tokio::select! {
+                _ = shutdown => {
+                    let prove = state.prove.gauges();
+                    tracing::info!(
+                        in_flight = state.metrics.proofs_in_flight(),
+                        queued = prove.queued,
+                        "shutdown signal: no new connections, draining in-flight and queued requests"
+                    );
+                }
+                _ = fatal.notified() => {}
+            }
+            state.start_draining();
+            let _ = drain_tx.send(());
+        }
+    };
+
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let server = axum::serve(listener, router(state.clone())).with_graceful_shutdown(trigger);
+    let mut server = std::pin::pin!(server.into_future());
+    let drain_deadline = async {
+        match drain_rx.await {
+            Ok(()) => tokio::time::sleep(drain_timeout).await,
+            Err(_) => pending().await,
+        }
+    };
+
+    tokio::select! {
+        result = &mut server => {
+            if let Err(e) = result {
+                tracing::error!(error = %e, "server error");
+            }
+        }
+        _ = drain_deadline => {
+            tracing::error!(
+                drain_timeout_s = drain_timeout.as_secs_f64(),
+                in_flight = state.metrics.proofs_in_flight(),
+                queued = state.prove.gauges().queued,
+                "drain timeout expired with requests still running; exiting anyway"
+            );
+            return Exit::DrainTimeout;
+        }
+    }
+    if failed.load(Ordering::SeqCst) {
+        Exit::Startup
+    } else {
+        tracing::info!("drained; exiting");
+        Exit::Clean
+    }
+}
+
+/// Completes on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => {
+                tracing::warn!("cannot install signal handlers; graceful shutdown disabled");
+                pending::<()>().await
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,554 @@
+//! In-process tests of the service over real HTTP on 127.0.0.1, with a deterministic fake
+//! prover: admission (cap, FIFO, shedding, queue timeout, disconnects), probes under load,
+//! status codes, observability and graceful drain.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::backend::{BackendError, ProofBackend, ProofOutput};
+use crate::config::AdmissionConfig;
+use crate::{serve, AppState, Exit};
+
+#[path = "../tests/common/http.rs"]
+mod http;
+use http::{get, metric, post, server_timing};
+
+const SECRET: &str = "31415926535897932384626433832795028841971";
+const T: Duration = Duration::from_secs(20);
+
+// ---------------------------------------------------------------------------------------------
+// The fake prover
+
+/// The fake's request: how long to "prove", and how to fail.
+#[derive(Deserialize, Clone, Debug)]
+struct FakeReq {
+    tag: String,
+    #[serde(default)]
+    ms: u64,
+    /// Busy-spin instead of sleeping (to load the CPU).
+    #[serde(default)]
+    spin: bool,
+    /// "bad" (400), "check" (422), "internal" (500 from prove), "panic" (prove panics).
+    #[serde(default)]
+    fail: Option<String>,
+    #[allow(dead_code)]
+    #[serde(default)]
+    secret_key: Option<String>,
+}
+
+#[derive(Default)]
+struct FakeLog {
+    /// (tag, start, end, thread name) of every proof.
+    proofs: Mutex<Vec<(String, Instant, Instant, String)>>,
+    prepared: AtomicUsize,
+}
+
+struct Fake(Arc<FakeLog>);
+
+impl ProofBackend for Fake {
+    type Prepared = FakeReq;
+
+    fn prepare(&self, _k: usize, body: &[u8]) -> Result<FakeReq, BackendError> {
+        self.0.prepared.fetch_add(1, Ordering::SeqCst);
+        let req: FakeReq =
+            serde_json::from_slice(body).map_err(|_| BackendError::BadRequest("invalid JSON body".into()))?;
+        match req.fail.as_deref() {
+            Some("bad") => Err(BackendError::BadRequest("secret_key: not a decimal number".into())),
+            Some("check") => Err(BackendError::CheckFailed("check 12 (nullifier) failed".into())),
+            _ => Ok(req),
+        }
+    }
+
+    fn prove(&self, req: &FakeReq) -> Result<ProofOutput, BackendError> {
+        let start = Instant::now();
+        let d = Duration::from_millis(req.ms);
+        if req.spin {
+            while start.elapsed() < d {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::sleep(d);
+        }
+        let end = Instant::now();
+        let thread = std::thread::current().name().unwrap_or("").to_owned();
+        self.0.proofs.lock().unwrap().push((req.tag.clone(), start, end, thread));
+        match req.fail.as_deref() {
+            Some("internal") => Err(BackendError::Internal("prover failed: constraint system unsatisfied".into())),
+            Some("panic") => panic!("fake prover panic"),
+            _ => Ok(ProofOutput {
+                json: serde_json::json!({ "tag": req.tag, "pi_a": ["1", "2"] }).to_string().into_bytes(),
+                witness: Duration::from_millis(1),
+                prove: end - start,
+            }),
+        }
+    }
+
+    fn verify(&self, _k: usize, body: &[u8]) -> Result<bool, BackendError> {
+        let v: serde_json::Value =
+            serde_json::from_slice(body).map_err(|_| BackendError::BadRequest("invalid proof JSON".into()))?;
+        Ok(v["tag"] == "good")
+    }
+}
+
+fn body(tag: &str, ms: u64) -> Vec<u8> {
+    serde_json::json!({ "tag": tag, "ms": ms, "secret_key": SECRET }).to_string().into_bytes()
+}
+
+fn body_with(tag: &str, ms: u64, extra: serde_json::Value) -> Vec<u8> {
+    let mut v = serde_json::json!({ "tag": tag, "ms": ms, "secret_key": SECRET });
+    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    v.to_string().into_bytes()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+
+struct TestServer {
+    addr: SocketAddr,
+    log: Arc<FakeLog>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Exit>,
+}
+
+fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -> AdmissionConfig {
+    AdmissionConfig {
+        max_inflight,
+        prove_threads: 1,
+        queue_depth,
+        queue_timeout: Duration::from_millis(queue_timeout_ms),
+        verify_max_inflight: 2,
+        verify_queue_depth: 4,
+    }
+}
+
+async fn start_with(cfg: AdmissionConfig, load_delay: Duration, drain_timeout: Duration, fail_load: bool) -> TestServer {
+    let state = Arc::new(AppState::<Fake>::new(&cfg, 64 * 1024).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log = Arc::new(FakeLog::default());
+    let fake = Fake(log.clone());
+    let load = move || {
+        std::thread::sleep(load_delay);
+        if fail_load {
+            Err("proving key for k=2 does not match its circuit".to_string())
+        } else {
+            Ok(fake)
+        }
+    };
+    let (tx, rx) = oneshot::channel();
+    let task = tokio::spawn(serve(listener, state, load, async move { let _ = rx.await; }, drain_timeout));
+    let server = TestServer { addr, log, stop: Some(tx), task };
+    if !fail_load && load_delay.is_zero() {
+        server.wait_ready().await;
+    }
+    server
+}
+
+async fn start(cfg: AdmissionConfig) -> TestServer {
+    start_with(cfg, Duration::ZERO, Duration::from_secs(10), false).await
+}
+
+impl TestServer {
+    async fn wait_ready(&self) {
+        let deadline = Instant::now() + T;
+        loop {
+            if let Ok(r) = get(self.addr, "/readyz").await {
+                if r.status == 200 {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "server not ready in time");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn prove_path(&self) -> &'static str {
+        "/generateProofTransfer-2"
+    }
+
+    async fn prove(&self, body: &[u8]) -> http::Resp {
+        post(self.addr, self.prove_path(), body, T).await.unwrap()
+    }
+
+    async fn metrics(&self) -> String {
+        get(self.addr, "/metrics").await.unwrap().body
+    }
+
+    fn proved_tags(&self) -> Vec<String> {
+        self.log.proofs.lock().unwrap().iter().map(|p| p.0.clone()).collect()
+    }
+
+    async fn stop(mut self) -> Exit {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(T, self.task).await.expect("server did not stop").unwrap()
+    }
+}
+
+fn assert_no_secret(r: &http::Resp) {
+    assert!(!r.body.contains(SECRET), "secret in body: {}", r.body);
+    for (k, v) in &r.headers {
+        assert!(!v.contains(SECRET), "secret in header {k}");
+    }
+}
+
+/// Concurrently sends `bodies` (all in flight at once); returns (response, latency) in order.
+async fn burst(addr: SocketAddr, path: &'static str, bodies: Vec<Vec<u8>>) -> Vec<(http::Resp, Duration)> {
+    let t0 = Instant::now();
+    let tasks: Vec<_> = bodies
+        .into_iter()
+        .map(|b| {
+            tokio::spawn(async move {
+                let r = post(addr, path, &b, T).await.unwrap();
+                (r, t0.elapsed())
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_answer_while_keys_load_and_readiness_follows() {
+    let s = start_with(cfg(Some(1), 4, 5_000), Duration::from_millis(500), Duration::from_secs(5), false).await;
+    let live = get(s.addr, "/livez").await.unwrap();
+    assert_eq!(live.status, 200);
+    let health = get(s.addr, "/healthcheck").await.unwrap();
+    assert_eq!(health.status, 200);
+    assert_eq!(health.body, r#"{"message":"Server is healthy","status":"ok"}"#);
+    assert_eq!(health.json(), serde_json::json!({"status": "ok", "message": "Server is healthy"}));
+    let ready = get(s.addr, "/readyz").await.unwrap();
+    assert_eq!(ready.status, 503);
+    let early = s.prove(&body("early", 0)).await;
+    assert_eq!(early.status, 503);
+    assert!(early.header("retry-after").is_some());
+    assert!(metric(&s.metrics().await, "enygma_ready") == Some(0.0));
+
+    s.wait_ready().await;
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_ready"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_max_inflight{queue=\"prove\"}"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_queue_capacity{queue=\"prove\"}"), Some(4.0));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_key_load_stops_the_service() {
+    let s = start_with(cfg(Some(1), 4, 5_000), Duration::ZERO, Duration::from_secs(5), true).await;
+    let exit = tokio::time::timeout(T, s.task).await.expect("did not stop").unwrap();
+    assert_eq!(exit, Exit::Startup);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_codes_and_no_secret_anywhere() {
+    let s = start(cfg(Some(1), 4, 5_000)).await;
+    let a = s.addr;
+    let bad_k = post(a, "/generateProofTransfer-7", &body("x", 0), T).await.unwrap();
+    assert_eq!((bad_k.status, bad_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
+    let neg_k = post(a, "/generateProofTransfer--1", &body("x", 0), T).await.unwrap();
+    assert_eq!((neg_k.status, neg_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
+    let nan_k = post(a, "/generateProofTransfer-abc", &body("x", 0), T).await.unwrap();
+    assert_eq!((nan_k.status, nan_k.error().as_str()), (400, "Invalid k parameter: must be a number"));
+    let six = post(a, "/generateProofTransfer-6", &body("six", 0), T).await.unwrap();
+    assert_eq!(six.status, 200);
+
+    let big = vec![b' '; 64 * 1024 + 1];
+    let too_big = s.prove(&big).await;
+    assert_eq!(too_big.status, 413);
+    assert!(too_big.error().contains("65536"));
+
+    let not_json = s.prove(b"{not json").await;
+    assert_eq!(not_json.status, 400);
+    let bad = s.prove(&body_with("bad", 0, serde_json::json!({"fail": "bad"}))).await;
+    assert_eq!((bad.status, bad.error().as_str()), (400, "secret_key: not a decimal number"));
+    let check = s.prove(&body_with("check", 0, serde_json::json!({"fail": "check"}))).await;
+    assert_eq!((check.status, check.error().as_str()), (422, "check 12 (nullifier) failed"));
+    let internal = s.prove(&body_with("internal", 0, serde_json::json!({"fail": "internal"}))).await;
+    assert_eq!(internal.status, 500);
+    let panic = s.prove(&body_with("panic", 0, serde_json::json!({"fail": "panic"}))).await;
+    assert_eq!(panic.status, 500);
+    // The service survives a prover panic and frees the slot.
+    let ok = s.prove(&body("ok", 0)).await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.header("content-type"), Some("application/json; charset=utf-8"));
+    assert_eq!(ok.json()["tag"], "ok");
+
+    let unknown = get(a, "/nope").await.unwrap();
+    assert_eq!(unknown.status, 404);
+
+    for r in [&bad_k, &neg_k, &nan_k, &too_big, &not_json, &bad, &check, &internal, &panic, &ok] {
+        assert_no_secret(r);
+        assert_eq!(r.header("content-type"), Some("application/json; charset=utf-8"), "{}", r.body);
+    }
+    // Invalid requests never reached the prover, nor a queue place.
+    assert_eq!(s.proved_tags(), vec!["six", "internal", "panic", "ok"]);
+    let m = s.metrics().await;
+    assert!(!m.contains(SECRET));
+    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(4.0));
+    assert_eq!(metric(&m, "enygma_proof_panics_total"), Some(1.0));
+    assert_eq!(
+        metric(&m, "enygma_http_requests_total{route=\"/generateProofTransfer-{k}\",k=\"none\",status=\"400\"}"),
+        Some(3.0)
+    );
+    assert_eq!(
+        metric(&m, "enygma_http_requests_total{route=\"/generateProofTransfer-{k}\",k=\"2\",status=\"422\"}"),
+        Some(1.0)
+    );
+    assert_eq!(metric(&m, "enygma_proofs_in_flight"), Some(0.0));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proof_responses_carry_timing_and_request_id() {
+    let s = start(cfg(Some(1), 4, 5_000)).await;
+    let r = http::request(s.addr, "POST", s.prove_path(), &[("X-Request-Id", "gw-42.abc")], &body("t", 30), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("x-request-id"), Some("gw-42.abc"));
+    let parts = server_timing(r.header("server-timing").expect("Server-Timing"));
+    let names: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["queue", "witness", "prove", "total"]);
+    let get_ms = |n: &str| parts.iter().find(|p| p.0 == n).unwrap().1;
+    assert!(get_ms("prove") >= 30.0, "{parts:?}");
+    // (the fake reports a nominal 1 ms witness time that it does not spend)
+    assert!(get_ms("total") >= get_ms("prove"), "{parts:?}");
+
+    // Without (or with an unusable) X-Request-Id, one is generated.
+    let r2 = http::request(s.addr, "POST", s.prove_path(), &[("X-Request-Id", "has spaces")], &body("t", 0), T)
+        .await
+        .unwrap();
+    let id = r2.header("x-request-id").unwrap();
+    assert_eq!(id.len(), 16);
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+    // Errors on the proving route carry Server-Timing too (what is known).
+    let e = s.prove(&body_with("c", 0, serde_json::json!({"fail": "check"}))).await;
+    assert!(e.header("server-timing").unwrap().starts_with("total;dur="));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cap_of_one_runs_proofs_one_at_a_time_in_fifo_order() {
+    let s = start(cfg(Some(1), 8, 10_000)).await;
+    let mut tasks = Vec::new();
+    for tag in ["a", "b", "c", "d"] {
+        let addr = s.addr;
+        tasks.push(tokio::spawn(async move { post(addr, "/generateProofTransfer-3", &body(tag, 120), T).await.unwrap() }));
+        // Unambiguous arrival order.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap().status, 200);
+    }
+    let proofs = s.log.proofs.lock().unwrap().clone();
+    let tags: Vec<&str> = proofs.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(tags, ["a", "b", "c", "d"], "FIFO order");
+    for w in proofs.windows(2) {
+        assert!(w[1].1 >= w[0].2, "two proofs overlapped");
+    }
+    // Proofs ran on the slot's dedicated rayon pool, never on a tokio worker.
+    assert!(proofs.iter().all(|p| p.3 == "prove0-0"), "{proofs:?}");
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_queue_wait_seconds_count{queue=\"prove\"}"), Some(4.0));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_of_eight_admits_three_and_sheds_five_at_once() {
+    let s = start(cfg(Some(1), 2, 10_000)).await;
+    let bodies = (0..8).map(|i| body(&format!("r{i}"), 300)).collect();
+    let results = burst(s.addr, "/generateProofTransfer-6", bodies).await;
+    let ok = results.iter().filter(|(r, _)| r.status == 200).count();
+    let shed: Vec<_> = results.iter().filter(|(r, _)| r.status == 503).collect();
+    assert_eq!(ok, 3, "{results:?}");
+    assert_eq!(shed.len(), 5, "{results:?}");
+    for (r, latency) in &shed {
+        assert!(*latency < Duration::from_secs(1), "shed after {latency:?}");
+        let retry: u64 = r.header("retry-after").expect("Retry-After").parse().unwrap();
+        assert!((1..=60).contains(&retry));
+        assert!(r.error().contains("busy"));
+    }
+    let proofs = s.log.proofs.lock().unwrap().clone();
+    assert_eq!(proofs.len(), 3);
+    for w in proofs.windows(2) {
+        assert!(w[1].1 >= w[0].2, "two proofs overlapped");
+    }
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_shed_total{queue=\"prove\"}"), Some(5.0));
+    assert_eq!(metric(&m, "enygma_queue_depth{queue=\"prove\"}"), Some(0.0));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_timeout_answers_504_and_never_proves() {
+    let s = start(cfg(Some(1), 4, 200)).await;
+    let addr = s.addr;
+    let first = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("long", 1_000), T).await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let t0 = Instant::now();
+    let late = s.prove(&body("late", 0)).await;
+    let waited = t0.elapsed();
+    assert_eq!(late.status, 504, "{}", late.body);
+    assert!(waited >= Duration::from_millis(200) && waited < Duration::from_millis(900), "{waited:?}");
+    assert!(late.error().contains("timed out"));
+    let st = server_timing(late.header("server-timing").unwrap());
+    assert!(st.iter().any(|(n, d)| n == "queue" && *d >= 200.0), "{st:?}");
+    assert_eq!(first.await.unwrap().status, 200);
+    assert_eq!(s.proved_tags(), vec!["long"]);
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_queue_timeouts_total{queue=\"prove\"}"), Some(1.0));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_request_whose_client_left_is_never_proved() {
+    let s = start(cfg(Some(1), 4, 10_000)).await;
+    let addr = s.addr;
+    let first = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("first", 600), T).await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let stream = http::send(addr, "POST", "/generateProofTransfer-2", &[], &body("gone", 0)).await.unwrap();
+    // Wait until it is queued, then hang up.
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
+        assert!(Instant::now() < deadline, "request never queued");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(stream);
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_abandoned_total{queue=\"prove\"}") != Some(1.0) {
+        assert!(Instant::now() < deadline, "abandonment not detected");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(first.await.unwrap().status, 200);
+    // Give a (wrongly) surviving request every chance to be proved.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.proved_tags(), vec!["first"]);
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_queue_depth{queue=\"prove\"}"), Some(0.0));
+    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(1.0));
+    assert_eq!(
+        metric(&m, "enygma_http_requests_total{route=\"/generateProofTransfer-{k}\",k=\"2\",status=\"499\"}"),
+        Some(1.0)
+    );
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthcheck_stays_fast_while_proofs_saturate_the_cpu() {
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let s = start(cfg(Some(cpus), 2 * cpus, 10_000)).await;
+    let bodies = (0..2 * cpus).map(|i| body_with(&format!("spin{i}"), 800, serde_json::json!({"spin": true}))).collect();
+    let addr = s.addr;
+    let load = tokio::spawn(async move { burst(addr, "/generateProofTransfer-2", bodies).await });
+    // Wait until every slot is busy.
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(cpus as f64) {
+        assert!(Instant::now() < deadline, "slots never filled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut worst = Duration::ZERO;
+    for _ in 0..10 {
+        let t0 = Instant::now();
+        let r = get(s.addr, "/healthcheck").await.unwrap();
+        worst = worst.max(t0.elapsed());
+        assert_eq!(r.status, 200);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(worst < Duration::from_millis(100), "healthcheck took {worst:?} under load");
+    for (r, _) in load.await.unwrap() {
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_drains_in_flight_and_queued_proofs() {
+    let s = start(cfg(Some(1), 4, 10_000)).await;
+    let addr = s.addr;
+    let results = tokio::spawn(async move {
+        burst(addr, "/generateProofTransfer-2", vec![body("in-flight", 400), body("queued", 200)]).await
+    });
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
+        assert!(Instant::now() < deadline, "second request never queued");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let log = s.log.clone();
+    let t0 = Instant::now();
+    let exit = s.stop().await;
+    assert_eq!(exit, Exit::Clean);
+    assert!(t0.elapsed() >= Duration::from_millis(300), "stopped before draining");
+    for (r, _) in results.await.unwrap() {
+        assert_eq!(r.status, 200);
+    }
+    assert_eq!(log.proofs.lock().unwrap().len(), 2);
+    // The listener is closed.
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_timeout_gives_up() {
+    let s = start_with(cfg(Some(1), 4, 10_000), Duration::ZERO, Duration::from_millis(200), false).await;
+    let addr = s.addr;
+    let _slow = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("slow", 3_000), T).await });
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let t0 = Instant::now();
+    assert_eq!(s.stop().await, Exit::DrainTimeout);
+    assert!(t0.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlimited_mode_starts_everything_at_once() {
+    let s = start(cfg(None, 0, 10_000)).await;
+    let t0 = Instant::now();
+    let results = burst(s.addr, "/generateProofTransfer-2", (0..4).map(|i| body(&format!("u{i}"), 300)).collect()).await;
+    assert!(results.iter().all(|(r, _)| r.status == 200));
+    assert!(t0.elapsed() < Duration::from_millis(1_000), "{:?}", t0.elapsed());
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(4.0));
+    assert_eq!(metric(&m, "enygma_max_inflight{queue=\"prove\"}"), Some(0.0));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_has_its_own_limit_and_skips_the_proving_queue() {
+    // One proving slot and no queue: while it is busy every proving request is shed.
+    let s = start(cfg(Some(1), 0, 10_000)).await;
+    let addr = s.addr;
+    let busy = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("busy", 600), T).await.unwrap() });
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(s.prove(&body("shed", 0)).await.status, 503);
+    let t0 = Instant::now();
+    let good = post(addr, "/verifyProofTransfer-2", br#"{"tag":"good"}"#, T).await.unwrap();
+    assert!(t0.elapsed() < Duration::from_millis(300));
+    assert_eq!((good.status, good.json()), (200, serde_json::json!({"valid": true})));
+    let forged = post(addr, "/verifyProofTransfer-2", br#"{"tag":"forged"}"#, T).await.unwrap();
+    assert_eq!((forged.status, forged.json()), (200, serde_json::json!({"valid": false})));
+    let garbage = post(addr, "/verifyProofTransfer-2", b"[", T).await.unwrap();
+    assert_eq!(garbage.status, 400);
+    let bad_k = post(addr, "/verifyProofTransfer-9", br#"{"tag":"good"}"#, T).await.unwrap();
+    assert_eq!((bad_k.status, bad_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
+    assert_eq!(busy.await.unwrap().status, 200);
+    assert_eq!(s.stop().await, Exit::Clean);
+}

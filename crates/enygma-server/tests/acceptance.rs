@@ -1,0 +1,460 @@
+//! Acceptance tests of issue 3 over real HTTP on 127.0.0.1: the real `enygma-server` binary with
+//! the real prover and the repository's `keys/` directory (keys are created there on first use).
+//!
+//! Every wait is bounded; the servers listen on 127.0.0.1 with an ephemeral port, and the tests
+//! run one at a time (proofs need the whole machine for the timing assertions).
+
+// Each test has its own runtime; the std mutex only serialises the tests' threads.
+#![allow(clippy::await_holding_lock)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::http::{self, get, metric, post, server_timing, Resp};
+
+/// Bound on key loading (and, the first time, key creation) at startup.
+const READY_TIMEOUT: Duration = Duration::from_secs(900);
+/// The server is killed (and the test fails) if its resident memory passes this while it loads
+/// keys: the machine is shared. Override with `ENYGMA_TEST_MAX_RSS_MB`.
+const DEFAULT_MAX_RSS_MB: u64 = 10_000;
+/// Bound on any one proving request.
+const PROVE_TIMEOUT: Duration = Duration::from_secs(180);
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn repo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The reference's sample requests: `$ENYGMA_REFERENCE_DIR/requests`, else `shared/reference`
+/// beside the repository.
+fn sample(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("ENYGMA_REFERENCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_dir().join("../shared/reference"));
+    let path = dir.join("requests").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read sample {}: {e}", path.display()))
+}
+
+fn secret_of(body: &[u8]) -> String {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    let s = v["secret_key"].as_str().unwrap().to_owned();
+    assert!(s.len() > 10, "unexpectedly short secret key");
+    s
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Starts the binary on 127.0.0.1:0 and waits until `/readyz` answers 200.
+    async fn start(extra: &[&str]) -> Server {
+        let keys = repo_dir().join("keys");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_enygma-server"))
+            .args(["--bind", "127.0.0.1", "--port", "0", "--log-format", "json", "--keys-dir"])
+            .arg(&keys)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start enygma-server");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        for (i, stream) in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (lines, addr_tx) = (lines.clone(), addr_tx.clone());
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if i == 0 {
+                        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                            if v["message"] == "listening" {
+                                if let Some(a) = v["addr"].as_str().and_then(|a| a.parse::<SocketAddr>().ok()) {
+                                    let _ = addr_tx.send(a);
+                                }
+                            }
+                        }
+                    }
+                    lines.lock().unwrap().push(line);
+                }
+            });
+        }
+        let addr = match addr_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(a) => a,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("server did not log its address: {:?}", lines.lock().unwrap());
+            }
+        };
+        assert!(addr.ip().is_loopback());
+        let mut server = Server { child, addr, lines };
+        server.wait_ready().await;
+        server
+    }
+
+    async fn wait_ready(&mut self) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let max_rss_mb = std::env::var("ENYGMA_TEST_MAX_RSS_MB")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_MAX_RSS_MB);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("server exited ({status}) before ready: {:?}", self.logs());
+            }
+            if let Some(rss) = rss_mb(self.child.id()) {
+                if rss > max_rss_mb {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!(
+                        "server stopped: {rss} MB resident while loading keys (limit {max_rss_mb} MB, \
+                         ENYGMA_TEST_MAX_RSS_MB); last log lines: {:?}",
+                        self.logs().iter().filter(|l| !l.contains("enygma_server::access")).rev().take(5).collect::<Vec<_>>()
+                    );
+                }
+            }
+            if let Ok(r) = get(self.addr, "/readyz").await {
+                if r.status == 200 {
+                    return;
+                }
+                assert_eq!(r.status, 503, "{}", r.body);
+            }
+            assert!(Instant::now() < deadline, "not ready in {READY_TIMEOUT:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn logs(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    async fn prove(&self, k: usize, body: &[u8]) -> Resp {
+        post(self.addr, &format!("/generateProofTransfer-{k}"), body, PROVE_TIMEOUT).await.unwrap()
+    }
+
+    async fn metrics(&self) -> String {
+        get(self.addr, "/metrics").await.unwrap().body
+    }
+
+    async fn wait_metric(&self, series: &str, value: f64) {
+        let deadline = Instant::now() + PROVE_TIMEOUT;
+        while metric(&self.metrics().await, series) != Some(value) {
+            assert!(Instant::now() < deadline, "{series} never reached {value}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn sigterm(&self) {
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill failed");
+    }
+
+    /// Waits (bounded) for the process to exit; returns its exit code.
+    fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("server did not exit within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops the server with SIGTERM and checks that it exits 0.
+    fn stop(mut self) -> Vec<String> {
+        self.sigterm();
+        assert_eq!(self.wait_exit(Duration::from_secs(120)), Some(0));
+        // Let the reader threads drain the pipes.
+        std::thread::sleep(Duration::from_millis(100));
+        self.logs()
+    }
+
+    /// Access-log lines (one per request).
+    fn access_lines(&self) -> Vec<serde_json::Value> {
+        access_lines(&self.logs())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Resident memory of a process (Linux), in MB.
+fn rss_mb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+fn access_lines(logs: &[String]) -> Vec<serde_json::Value> {
+    logs.iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["target"] == "enygma_server::access")
+        .collect()
+}
+
+fn assert_no_secret_in(what: &str, text: &str, secrets: &[&str]) {
+    for s in secrets {
+        assert!(!text.contains(s), "a secret key value appears in {what}");
+    }
+}
+
+fn assert_no_secret(r: &Resp, secrets: &[&str]) {
+    assert_no_secret_in("a response body", &r.body, secrets);
+    for (k, v) in &r.headers {
+        assert_no_secret_in(&format!("response header {k}"), v, secrets);
+    }
+}
+
+fn with_field(body: &[u8], f: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    f(v.as_object_mut().unwrap());
+    serde_json::to_vec(&v).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_proofs_verify_and_bad_inputs_get_their_status() {
+    let _serial = serial();
+    let (k6, k2) = (sample("transfer-k6.json"), sample("transfer-k2.json"));
+    let (bad6, bad2) = (sample("bad-transfer-k6.json"), sample("bad-transfer-k2.json"));
+    let (s6, s2) = (secret_of(&k6), secret_of(&k2));
+    let secrets = [s6.as_str(), s2.as_str()];
+    let server = Server::start(&["--max-inflight", "1"]).await;
+    let mut responses = Vec::new();
+
+    let health = get(server.addr, "/healthcheck").await.unwrap();
+    assert_eq!(health.json(), serde_json::json!({"status": "ok", "message": "Server is healthy"}));
+
+    // The two real samples: 200, and the proofs verify.
+    for (k, body, n_public) in [(6, &k6, 50), (2, &k2, 18)] {
+        let r = server.prove(k, body).await;
+        assert_eq!(r.status, 200, "k={k}: {}", r.body);
+        let proof = r.json();
+        assert_eq!(proof["pi_a"].as_array().unwrap().len(), 2);
+        assert_eq!(proof["pi_b"].as_array().unwrap().len(), 2);
+        assert_eq!(proof["pi_c"].as_array().unwrap().len(), 2);
+        assert_eq!(proof["public_signal"].as_array().unwrap().len(), n_public);
+        let st = server_timing(r.header("server-timing").expect("Server-Timing"));
+        let names: Vec<&str> = st.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(names, ["queue", "witness", "prove", "total"], "k={k}");
+        let verify_path = format!("/verifyProofTransfer-{k}");
+        let v = post(server.addr, &verify_path, r.body.as_bytes(), PROVE_TIMEOUT).await.unwrap();
+        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": true})), "k={k}");
+        // A proof with a different public input does not verify.
+        let mut forged = proof.clone();
+        forged["public_signal"][0] = serde_json::json!("1");
+        let v = post(server.addr, &verify_path, forged.to_string().as_bytes(), PROVE_TIMEOUT).await.unwrap();
+        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": false})), "k={k}");
+        responses.push(r);
+    }
+
+    // The reference's bad samples are refused, and the message names the field or the check.
+    let r = server.prove(6, &bad6).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.error().contains("hashed_shared_secrets[0]"), "{}", r.body);
+    responses.push(r);
+    let r = server.prove(2, &bad2).await;
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.error().contains("check"), "{}", r.body);
+    responses.push(r);
+
+    // Every other bad input class.
+    let cases: Vec<(String, Vec<u8>, u16, &str)> = vec![
+        ("/generateProofTransfer-7".into(), k6.clone(), 400, "k value not supported: must be between 2 and 6"),
+        ("/generateProofTransfer-x".into(), k6.clone(), 400, "Invalid k parameter: must be a number"),
+        ("/generateProofTransfer-2".into(), k6.clone(), 400, ""), // arrays of length 6 for k=2
+        ("/generateProofTransfer-6".into(), b"{\"sender_id\": ".to_vec(), 400, ""),
+        ("/generateProofTransfer-6".into(), with_field(&k6, |m| { m.remove("nullifier"); }), 400, "nullifier"),
+        ("/generateProofTransfer-6".into(), with_field(&k6, |m| { m.insert("block_number".into(), "0x1f".into()); }), 400, "block_number"),
+        ("/generateProofTransfer-6".into(), with_field(&k6, |m| { m.insert("sender_tx_value".into(), "007".into()); }), 400, "sender_tx_value"),
+        ("/generateProofTransfer-6".into(), vec![b' '; 64 * 1024 + 1], 413, ""),
+    ];
+    for (path, body, status, needle) in cases {
+        let r = post(server.addr, &path, &body, PROVE_TIMEOUT).await.unwrap();
+        assert_eq!(r.status, status, "{path}: {}", r.body);
+        assert!(r.error().contains(needle), "{path}: {:?} lacks {needle:?}", r.error());
+        responses.push(r);
+    }
+    // A request whose secret key is itself malformed: the message names the field only.
+    let r = server.prove(6, &with_field(&k6, |m| { m.insert("secret_key".into(), format!("{s6}x").into()); })).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.error().contains("secret_key"), "{}", r.body);
+    responses.push(r);
+
+    for r in &responses {
+        assert_no_secret(r, &secrets);
+    }
+    let m = server.metrics().await;
+    assert_no_secret_in("the metrics", &m, &secrets);
+    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(2.0), "invalid requests were proved");
+    assert_eq!(metric(&m, "enygma_prove_seconds_count{k=\"6\"}"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_prove_seconds_count{k=\"2\"}"), Some(1.0));
+
+    // Let the log reader threads catch up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let proving_lines = server
+        .access_lines()
+        .into_iter()
+        .filter(|l| l["route"] == "/generateProofTransfer-{k}")
+        .count();
+    assert_eq!(proving_lines, 2 + 2 + 8 + 1, "one access line per proving request");
+    let logs = server.stop();
+    for line in &logs {
+        assert_no_secret_in("a log line", line, &secrets);
+    }
+    // The access line of a proof has every timing.
+    let ok_line = access_lines(&logs)
+        .into_iter()
+        .find(|l| l["status"] == 200 && l["k"] == 6)
+        .expect("access line of the k=6 proof");
+    for field in ["request_id", "queue_ms", "witness_ms", "prove_ms", "total_ms"] {
+        assert!(!ok_line[field].is_null(), "access line lacks {field}: {ok_line}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn burst_of_eight_with_one_slot_and_two_queue_places() {
+    let _serial = serial();
+    let k2 = sample("transfer-k2.json");
+    let server = Server::start(&["--max-inflight", "1", "--queue-depth", "2"]).await;
+    let addr = server.addr;
+    let t0 = Instant::now();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let body = k2.clone();
+            tokio::spawn(async move {
+                let r = post(addr, "/generateProofTransfer-2", &body, PROVE_TIMEOUT).await.unwrap();
+                (r, t0.elapsed())
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(t.await.unwrap());
+    }
+    let ok: Vec<_> = results.iter().filter(|(r, _)| r.status == 200).collect();
+    let shed: Vec<_> = results.iter().filter(|(r, _)| r.status == 503).collect();
+    assert!(ok.len() >= 3, "admitted only {}", ok.len());
+    assert_eq!(ok.len() + shed.len(), 8, "{:?}", results.iter().map(|r| r.0.status).collect::<Vec<_>>());
+    for (r, latency) in &shed {
+        assert!(*latency < Duration::from_secs(1), "shed after {latency:?}");
+        assert!(r.header("retry-after").and_then(|v| v.parse::<u64>().ok()).is_some(), "no Retry-After");
+    }
+    let m = server.metrics().await;
+    assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(1.0), "two proofs ran at once");
+    assert_eq!(metric(&m, "enygma_shed_total{queue=\"prove\"}"), Some(shed.len() as f64));
+    // The Server-Timing intervals agree: each admitted proof waited for the previous ones.
+    let mut waits: Vec<f64> = ok
+        .iter()
+        .map(|(r, _)| server_timing(r.header("server-timing").unwrap()).iter().find(|p| p.0 == "queue").unwrap().1)
+        .collect();
+    waits.sort_by(f64::total_cmp);
+    let prove_ms = |r: &Resp| {
+        let st = server_timing(r.header("server-timing").unwrap());
+        st.iter().filter(|p| p.0 == "witness" || p.0 == "prove").map(|p| p.1).sum::<f64>()
+    };
+    let shortest_proof = ok.iter().map(|(r, _)| prove_ms(r)).fold(f64::INFINITY, f64::min);
+    for (i, w) in waits.iter().enumerate().skip(1) {
+        assert!(*w >= i as f64 * shortest_proof * 0.9, "queue waits {waits:?} vs proof {shortest_proof} ms");
+    }
+
+    // A queued request whose client hangs up is never proved.
+    let started = metric(&m, "enygma_proofs_started_total").unwrap();
+    let first = tokio::spawn({
+        let body = k2.clone();
+        async move { post(addr, "/generateProofTransfer-2", &body, PROVE_TIMEOUT).await.unwrap() }
+    });
+    server.wait_metric("enygma_proofs_in_flight", 1.0).await;
+    let gone = http::send(addr, "POST", "/generateProofTransfer-2", &[], &k2).await.unwrap();
+    server.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0).await;
+    drop(gone);
+    server.wait_metric("enygma_abandoned_total{queue=\"prove\"}", 1.0).await;
+    assert_eq!(first.await.unwrap().status, 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let m = server.metrics().await;
+    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(started + 1.0), "the abandoned request was proved");
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_timeout_gives_504() {
+    let _serial = serial();
+    let k6 = sample("transfer-k6.json");
+    let server = Server::start(&["--max-inflight", "1", "--queue-timeout", "50ms"]).await;
+    let addr = server.addr;
+    let first = tokio::spawn({
+        let body = k6.clone();
+        async move { post(addr, "/generateProofTransfer-6", &body, PROVE_TIMEOUT).await.unwrap() }
+    });
+    server.wait_metric("enygma_proofs_in_flight", 1.0).await;
+    let late = server.prove(6, &k6).await;
+    assert_eq!(late.status, 504, "{}", late.body);
+    assert_eq!(first.await.unwrap().status, 200);
+    assert_eq!(metric(&server.metrics().await, "enygma_queue_timeouts_total{queue=\"prove\"}"), Some(1.0));
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthcheck_is_fast_under_full_load_and_sigterm_drains() {
+    let _serial = serial();
+    let k6 = sample("transfer-k6.json");
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let mut server = Server::start(&["--max-inflight", &cpus.to_string(), "--queue-depth", "4"]).await;
+    let addr = server.addr;
+    // Every slot busy, and one more queued.
+    let tasks: Vec<_> = (0..cpus + 1)
+        .map(|_| {
+            let body = k6.clone();
+            tokio::spawn(async move { post(addr, "/generateProofTransfer-6", &body, PROVE_TIMEOUT).await.unwrap() })
+        })
+        .collect();
+    server.wait_metric("enygma_proofs_in_flight", cpus as f64).await;
+    let mut worst = Duration::ZERO;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let r = get(addr, "/healthcheck").await.unwrap();
+        assert_eq!(r.status, 200);
+        worst = worst.max(t0.elapsed());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(worst < Duration::from_millis(100), "/healthcheck took {worst:?} under load");
+
+    // SIGTERM while proving: in-flight and queued proofs finish, then exit 0.
+    server.sigterm();
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    assert_eq!(server.wait_exit(Duration::from_secs(120)), Some(0));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(server.logs().iter().any(|l| l.contains("drained")), "{:?}", server.logs());
+}
