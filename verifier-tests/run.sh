@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Independent verification of enygma's verifier artifacts:
 #   1. installs the pinned npm packages (npm ci, from package-lock.json),
-#   2. generates fixtures (keys, proofs, Verifier.sol) with a cargo command,
+#   2. writes fixtures: real proofs with the development keys in keys/ (the reference's k=6
+#      sample request, and one generated request for each k = 2..6), each with the key's snarkjs
+#      export and Solidity verifier,
 #   3. runs the node tests: snarkjs groth16 verify, and the Solidity verifier compiled with
-#      solc-js and executed in @ethereumjs/evm (gas written to $OUT_DIR/gas.json).
+#      solc-js and executed in @ethereumjs/evm (gas written to $OUT_DIR/gas.json); the real
+#      fixtures' key and verifier must also be the files committed in keys/.
 # Exits non-zero if anything fails.
 #
 # usage: verifier-tests/run.sh [FIXTURES_DIR]
@@ -11,8 +14,12 @@
 #                  is emptied first; a directory you name is not emptied).
 # environment:
 #   MAKE_FIXTURES  command that writes fixtures into the directory given as its last argument
-#                  (default: cargo run -q -p enygma-verifier --example make-fixtures --)
+#                  (default: cargo run -q -p enygma-cli -- verifier-fixtures
+#                  --keys-dir keys --sample verifier-tests/samples/transfer-k6.json)
+#   WITH_TOY=1     also write the toy-circuit fixtures (enygma-verifier's make-fixtures example)
 #   SKIP_FIXTURES=1  do not generate, test what is already in FIXTURES_DIR
+#   KEYS_DIR       the keys the fixtures use and the committed exports are compared with
+#                  (default: keys/ at the repository root)
 #   OUT_DIR        reports (default: verifier-tests/out)
 set -euo pipefail
 
@@ -21,7 +28,9 @@ root="$(cd "$here/.." && pwd)"
 default_fixtures="$here/fixtures"
 fixtures="${1:-$default_fixtures}"
 out="${OUT_DIR:-$here/out}"
-make_fixtures="${MAKE_FIXTURES:-cargo run -q -p enygma-verifier --example make-fixtures --}"
+keys="$(cd "${KEYS_DIR:-$root/keys}" && pwd)"
+make_fixtures="${MAKE_FIXTURES:-cargo run -q -p enygma-cli -- verifier-fixtures --keys-dir $keys --sample $here/samples/transfer-k6.json}"
+make_toy_fixtures="cargo run -q -p enygma-verifier --example make-fixtures --"
 
 for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "verifier-tests: $tool is not installed (need node >= 20)" >&2; exit 1; }
@@ -42,13 +51,18 @@ if [ "${SKIP_FIXTURES:-0}" != 1 ]; then
   echo "== fixtures: $make_fixtures $fixtures"
   # shellcheck disable=SC2086 # MAKE_FIXTURES is a command line
   (cd "$root" && $make_fixtures "$fixtures")
+  if [ "${WITH_TOY:-0}" = 1 ]; then
+    echo "== toy fixtures: $make_toy_fixtures $fixtures"
+    # shellcheck disable=SC2086
+    (cd "$root" && $make_toy_fixtures "$fixtures")
+  fi
 fi
 
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 echo "== node tests (fixtures: $fixtures)"
 status=0
-(cd "$here" && FIXTURES_DIR="$fixtures" OUT_DIR="$out" node --test \
+(cd "$here" && FIXTURES_DIR="$fixtures" OUT_DIR="$out" KEYS_DIR="$keys" node --test \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$out/results.tap" \
   test/snarkjs.test.js test/solidity.test.js) || status=$?

@@ -49,8 +49,23 @@ export async function newEVM() {
   return evm;
 }
 
+/**
+ * Starts the warm/cold accounting (EIP-2929) of a new transaction: only the sender, the
+ * recipient and the precompiles are warm. `runCall` alone keeps every address an earlier call
+ * touched warm and does not pre-warm the precompiles, so the first verifyProof in a fresh EVM
+ * would pay 3 x 2,500 gas of cold access to 0x06, 0x07 and 0x08 that no transaction pays (the
+ * precompiles are always warm), and the measured gas would depend on the order of the tests.
+ */
+export async function beginTransaction(evm, to) {
+  await evm.journal.cleanup();
+  for (const address of evm.precompiles.keys()) evm.journal.addAlwaysWarmAddress(address);
+  evm.journal.addAlwaysWarmAddress(CALLER.toString());
+  if (to) evm.journal.addAlwaysWarmAddress(to.toString());
+}
+
 /** Deploys init code with CREATE; returns the address and the gas the creation used. */
 export async function deploy(evm, bytecodeHex) {
+  await beginTransaction(evm);
   const res = await evm.runCall({ caller: CALLER, data: hexToBytes(`0x${bytecodeHex}`), gasLimit: 30_000_000n });
   if (res.execResult.exceptionError) throw new Error(`deployment failed: ${res.execResult.exceptionError.error}`);
   return { address: res.createdAddress, gasUsed: res.execResult.executionGasUsed };
@@ -78,6 +93,7 @@ export function calldataGas(data) {
 
 /** Calls `to` with `data`; returns { reverted, returnValue, gasUsed }. */
 export async function call(evm, to, data) {
+  await beginTransaction(evm, to);
   const res = await evm.runCall({ caller: CALLER, to, data, gasLimit: 10_000_000n });
   return {
     reverted: res.execResult.exceptionError !== undefined,

@@ -11,6 +11,8 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 export const FIXTURES_DIR = path.resolve(process.env.FIXTURES_DIR ?? path.join(here, "..", "fixtures"));
 export const OUT_DIR = path.resolve(process.env.OUT_DIR ?? path.join(here, "..", "out"));
+/** The repository's keys/, with the committed verifier exports (keys/transfer-k{k}.*). */
+export const KEYS_DIR = path.resolve(process.env.KEYS_DIR ?? path.join(here, "..", "..", "keys"));
 
 const FILES = ["verification_key.json", "proof.json", "public.json", "response.json", "Verifier.sol", "meta.json"];
 
@@ -36,12 +38,26 @@ export function loadFixtures() {
       proof: readJson(path.join(dir, "proof.json")),
       publicSignals: readJson(path.join(dir, "public.json")),
       response: readJson(path.join(dir, "response.json")),
+      vkText: fs.readFileSync(path.join(dir, "verification_key.json"), "utf8"),
       solidity: fs.readFileSync(path.join(dir, "Verifier.sol"), "utf8"),
     });
   }
   if (cases.length === 0) throw new Error(`no fixtures in ${FIXTURES_DIR}`);
   cases.sort((a, b) => (a.meta.k ?? 0) - (b.meta.k ?? 0) || a.name.localeCompare(b.name));
   return cases;
+}
+
+/**
+ * For a fixture made with the transfer circuit's keys (contract EnygmaTransferVerifierK{k}), the
+ * files committed for that k in KEYS_DIR: { vkFile, solidityFile }. null for other fixtures (toy).
+ */
+export function committedExports(fx) {
+  const k = fx.meta.k;
+  if (k == null || fx.meta.contract !== `EnygmaTransferVerifierK${k}`) return null;
+  return {
+    vkFile: path.join(KEYS_DIR, `transfer-k${k}.verification_key.json`),
+    solidityFile: path.join(KEYS_DIR, `EnygmaTransferVerifierK${k}.sol`),
+  };
 }
 
 /** BN254 scalar field order r and base field modulus p. */

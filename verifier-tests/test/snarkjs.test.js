@@ -12,7 +12,7 @@ import os from "node:os";
 import * as snarkjs from "snarkjs";
 import { getCurveFromName, utils } from "ffjavascript";
 
-import { loadFixtures, responseToSnarkjsProof, clone, R } from "../lib/fixtures.js";
+import { loadFixtures, responseToSnarkjsProof, committedExports, clone, R } from "../lib/fixtures.js";
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -45,6 +45,14 @@ for (const fx of fixtures) {
                             curve.G2.fromObject(utils.unstringifyBigInts(vk.vk_beta_2)));
     assert.deepEqual(utils.stringifyBigInts(curve.Gt.toObject(e)), vk.vk_alphabeta_12);
   });
+
+  const committed = committedExports(fx);
+  if (committed) {
+    test(`${fx.name}: verification_key.json is the committed ${path.basename(committed.vkFile)}`, () => {
+      assert.ok(fs.existsSync(committed.vkFile), `${committed.vkFile} is missing`);
+      assert.equal(fx.vkText, fs.readFileSync(committed.vkFile, "utf8"));
+    });
+  }
 
   test(`${fx.name}: proof.json and public.json are the response, converted`, () => {
     assert.deepEqual(fx.proof, responseToSnarkjsProof(fx.response));

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 
-import { loadFixtures, clone, R, P, OUT_DIR } from "../lib/fixtures.js";
+import { loadFixtures, committedExports, clone, R, P, OUT_DIR } from "../lib/fixtures.js";
 import {
   compile, newEVM, deploy, verifyCalldata, calldataGas, call, decodeWord,
   EVM_VERSION, HARDFORK, SOLC_VERSION,
@@ -42,6 +42,14 @@ for (const fx of fixtures) {
     return { ok: v === 1n, gasUsed: res.gasUsed };
   };
 
+  const committed = committedExports(fx);
+  if (committed) {
+    test(`${fx.name}: Verifier.sol is the committed ${path.basename(committed.solidityFile)}`, () => {
+      assert.ok(fs.existsSync(committed.solidityFile), `${committed.solidityFile} is missing`);
+      assert.equal(fx.solidity, fs.readFileSync(committed.solidityFile, "utf8"));
+    });
+  }
+
   test(`${fx.name}: Verifier.sol compiles cleanly with solc ${SOLC_VERSION}`, () => {
     compiled = compile(fx.solidity);
     assert.equal(compiled.name, fx.meta.contract ?? compiled.name);
@@ -63,6 +71,9 @@ for (const fx of fixtures) {
   test(`${fx.name}: verifyProof returns true for the proof`, async (t) => {
     const { ok, gasUsed } = await verifyResponse(fx.response);
     assert.equal(ok, true);
+    // Each call is its own transaction (lib/evm.js, beginTransaction): the gas of a call does
+    // not depend on what ran before it.
+    assert.equal((await verifyResponse(fx.response)).gasUsed, gasUsed, "gas of a repeated call");
     const data = verifyCalldata(selector, fx.response);
     const entry = {
       name: fx.name, k: fx.meta.k, nPublic: n, source: fx.meta.source,

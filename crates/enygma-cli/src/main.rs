@@ -25,7 +25,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Make the development proving and verifying keys for every k (overwrites existing ones).
+    /// Make the development proving and verifying keys for every k (overwrites existing ones),
+    /// with their snarkjs keys and Solidity verifiers (as `export-vk` makes them).
     Setup {
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
         keys_dir: PathBuf,
@@ -150,7 +151,8 @@ fn run(cli: Cli) -> Result<()> {
             for k in SUPPORTED_K {
                 let pk = keys::generate(k)?;
                 keys::save(&keys_dir, k, &pk)?;
-                eprintln!("k={k}: keys written to {}", keys_dir.display());
+                export::write_committed_exports(&keys_dir, k)?;
+                eprintln!("k={k}: keys, snarkjs key and Solidity verifier written to {}", keys_dir.display());
             }
         }
         Command::Prove { input, k, keys_dir } => {
@@ -226,7 +228,9 @@ fn run(cli: Cli) -> Result<()> {
 
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::new(enygma_prover::log_filter());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    // No colour codes when stderr is a file or a pipe (CI logs).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).with_target(false).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

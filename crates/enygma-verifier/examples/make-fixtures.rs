@@ -11,7 +11,7 @@
 //! - `verification_key.json` (snarkjs), `Verifier.sol` (contract `ToyVerifierK{k}`),
 //!   `verifying_key.hex` (arkworks, compressed);
 //! - `response.json` (reference response format), `proof.json` and `public.json` (snarkjs),
-//!   the latter two converted from `response.json` the way `enygma export-proof` will;
+//!   the latter two converted from `response.json` as `enygma export-proof` does;
 //! - `meta.json`: `{"name", "k", "nPublic", "source": "toy", "contract"}`.
 //!
 //! The layout is written by [`enygma_verifier::fixtures::write_fixture`]; fixtures from the real

@@ -1,0 +1,140 @@
+//! The verifier artifacts committed in `keys/` are what `enygma export-vk` makes from the committed
+//! verifying keys, and `export-proof` / `verifier-fixtures` produce files that convert back to
+//! the proof.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Output},
+};
+
+use enygma_prover::{keys, SUPPORTED_K};
+use enygma_verifier::{snarkjs, solidity};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn keys_dir() -> PathBuf {
+    repo().join("keys")
+}
+
+fn enygma(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_enygma"))
+        .args(args)
+        .env_remove("ENYGMA_KEYS_DIR")
+        .env_remove("RUST_LOG")
+        .current_dir(repo())
+        .output()
+        .expect("running enygma")
+}
+
+fn enygma_ok(args: &[&str]) -> Vec<u8> {
+    let out = enygma(args);
+    assert!(out.status.success(), "enygma {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// (file in keys/, --format) of every committed export of k.
+fn committed_exports(k: usize) -> [(String, &'static str); 2] {
+    [
+        (format!("transfer-k{k}.verification_key.json"), "snarkjs"),
+        (format!("{}.sol", solidity::transfer_contract_name(k)), "solidity"),
+    ]
+}
+
+#[test]
+fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
+    let dir = keys_dir();
+    let dir_arg = dir.to_str().unwrap();
+    for k in SUPPORTED_K {
+        for (file, format) in committed_exports(k) {
+            let committed = std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("keys/{file}: {e}"));
+            let exported = enygma_ok(&["export-vk", "--k", &k.to_string(), "--format", format, "--keys-dir", dir_arg]);
+            assert!(
+                committed == exported,
+                "keys/{file} differs from `enygma export-vk --k {k} --format {format}`: regenerate it with\n  \
+                 enygma export-vk --k {k} --format {format} --out keys/{file}\n\
+                 (`enygma setup` rewrites keys and exports together)"
+            );
+        }
+    }
+}
+
+#[test]
+fn committed_snarkjs_keys_read_back_to_the_committed_verifying_keys() {
+    let dir = keys_dir();
+    for k in SUPPORTED_K {
+        let vk = keys::load_verifying_key(&keys::KeyPaths::new(&dir, k).verifying).unwrap();
+        let json = std::fs::read_to_string(dir.join(format!("transfer-k{k}.verification_key.json"))).unwrap();
+        assert_eq!(snarkjs::vk_from_snarkjs_json(&json).unwrap(), vk, "k={k}");
+        assert_eq!(enygma_verifier::num_public_inputs(&vk), 8 * k + 2);
+        let sol = std::fs::read_to_string(dir.join(format!("{}.sol", solidity::transfer_contract_name(k)))).unwrap();
+        assert!(sol.contains(&format!("contract {} {{", solidity::transfer_contract_name(k))));
+        assert!(sol.contains(&format!("uint256 public constant PUBLIC_INPUTS = {};", 8 * k + 2)));
+    }
+}
+
+#[test]
+fn export_vk_formats_and_errors() {
+    let dir = keys_dir();
+    let dir_arg = dir.to_str().unwrap();
+    // arkworks: the hex of the committed .vk file.
+    let hex = String::from_utf8(enygma_ok(&["export-vk", "--k", "3", "--format", "arkworks", "--keys-dir", dir_arg])).unwrap();
+    let bytes = std::fs::read(dir.join("transfer-k3.vk")).unwrap();
+    assert_eq!(hex, enygma_verifier::arkworks::to_hex(&bytes));
+    assert_eq!(enygma_ok(&["export-vk", "--k", "3", "--format", "arkworks-bin", "--keys-dir", dir_arg]), bytes);
+    // --out writes the same bytes as standard output.
+    let tmp = std::env::temp_dir().join(format!("enygma-export-vk-{}.sol", std::process::id()));
+    enygma_ok(&["export-vk", "--k", "2", "--format", "solidity", "--contract", "MyVerifier", "--keys-dir", dir_arg, "--out", tmp.to_str().unwrap()]);
+    let sol = std::fs::read_to_string(&tmp).unwrap();
+    std::fs::remove_file(&tmp).unwrap();
+    assert!(sol.contains("contract MyVerifier {"));
+
+    let err = enygma(&["export-vk", "--k", "7", "--format", "snarkjs", "--keys-dir", dir_arg]);
+    assert!(!err.status.success());
+    assert!(String::from_utf8_lossy(&err.stderr).contains("k value not supported"));
+    let err = enygma(&["export-vk", "--k", "2", "--format", "snarkjs", "--keys-dir", "/nonexistent"]);
+    assert!(!err.status.success());
+    assert!(String::from_utf8_lossy(&err.stderr).contains("enygma setup"));
+    let err = enygma(&["export-vk", "--k", "2", "--format", "solidity", "--contract", "1bad", "--keys-dir", dir_arg]);
+    assert!(!err.status.success());
+}
+
+/// One real proof (k = 2) through `verifier-fixtures`, then `export-proof` and `verify` on it.
+#[test]
+fn fixtures_and_export_proof_round_trip_a_real_proof() {
+    let tmp = std::env::temp_dir().join(format!("enygma-cli-fixtures-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let dir = keys_dir();
+    enygma_ok(&["verifier-fixtures", tmp.to_str().unwrap(), "--ks", "2", "--keys-dir", dir.to_str().unwrap()]);
+    let fx = tmp.join("transfer-k2-generated");
+    let read = |f: &str| std::fs::read_to_string(fx.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+
+    // The fixture holds the committed artifacts.
+    assert_eq!(read("verification_key.json"), std::fs::read_to_string(dir.join("transfer-k2.verification_key.json")).unwrap());
+    assert_eq!(read("Verifier.sol"), std::fs::read_to_string(dir.join("EnygmaTransferVerifierK2.sol")).unwrap());
+
+    // export-proof --out-dir writes the fixture's proof.json and public.json ...
+    let response = fx.join("response.json");
+    let out = tmp.join("exported");
+    enygma_ok(&["export-proof", response.to_str().unwrap(), "--format", "snarkjs", "--out-dir", out.to_str().unwrap()]);
+    let proof_json = std::fs::read_to_string(out.join("proof.json")).unwrap();
+    let public_json = std::fs::read_to_string(out.join("public.json")).unwrap();
+    assert_eq!(proof_json, read("proof.json"));
+    assert_eq!(public_json, read("public.json"));
+    // ... which convert back to the response, and the response verifies.
+    let back = snarkjs::snarkjs_to_response(&proof_json, &public_json).unwrap();
+    assert_eq!(back, enygma_verifier::ProofResponse::from_json(&read("response.json")).unwrap());
+    enygma_ok(&["verify", response.to_str().unwrap(), "--keys-dir", dir.to_str().unwrap()]);
+
+    // Without --out-dir: one object with both.
+    let both: serde_json::Value = serde_json::from_slice(&enygma_ok(&["export-proof", response.to_str().unwrap()])).unwrap();
+    assert_eq!(both["proof"], serde_json::from_str::<serde_json::Value>(&proof_json).unwrap());
+    assert_eq!(both["public"], serde_json::from_str::<serde_json::Value>(&public_json).unwrap());
+
+    // A malformed response is refused.
+    let bad = tmp.join("bad.json");
+    std::fs::write(&bad, read("response.json").replacen("\"pi_a\"", "\"pi_x\"", 1)).unwrap();
+    assert!(!enygma(&["export-proof", bad.to_str().unwrap()]).status.success());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
