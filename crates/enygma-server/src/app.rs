@@ -97,8 +97,8 @@ impl<B: ProofBackend> AppState<B> {
 /// Composes the whole service: routes, the proving pipeline and the per-request observer.
 ///
 /// Proving requests pass, in order: `observe` (request id, log line, metrics, Server-Timing) →
-/// `intake` (k, readiness, body limit) → `prepare` (strict parse and every check, off the
-/// runtime) → `admit` (the one shared proving admission controller) → `prove` (the handler:
+/// `intake` (k, readiness, body limit) → `prepare` (an early 503 if the queue is already
+/// full, else strict parse and every check, off the runtime) → `admit` (the one shared proving admission controller) → `prove` (the handler:
 /// runs the proof on the slot's rayon pool). Bad requests are refused before admission, so they
 /// never take a queue place. Probes are outside the pipeline: never limited nor queued.
 pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
@@ -427,6 +427,11 @@ async fn prepare<B: ProofBackend>(
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    // Nothing to queue behind: shed before spending the checks' CPU on a request that would be
+    // shed anyway (see `Limiter::shed_early`).
+    if st.prove.shed_early() {
+        return Err(ApiError::from_admit(AdmitError::Shed, QueueKind::Prove, st.prove.retry_after_secs()));
+    }
     let backend = st.backend().ok_or_else(|| ApiError::internal("backend missing"))?;
     let prepared = tokio::task::spawn_blocking(move || backend.prepare(intake.k, &intake.body))
         .await

@@ -39,14 +39,16 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
     pub keys_dir: PathBuf,
 
-    /// Maximum number of proofs computed at once, across all k [default: number of CPUs].
+    /// Maximum number of proofs computed at once, across all k [default: 1, with --prove-threads
+    /// using every CPU: the best setting of the load generator's sweep on a 2-core machine, see
+    /// benches/results/2026-12-02-intel-xeon-processor/ab.md].
     #[arg(long, env = "ENYGMA_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_inflight: Option<u32>,
 
-    /// Threads used by each proof (each proof slot owns a rayon pool of this size).
-    #[arg(long, env = "ENYGMA_PROVE_THREADS", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub prove_threads: u32,
+    /// Threads used by each proof (each proof slot owns a rayon pool of this size) [default:
+    /// number of CPUs].
+    #[arg(long, env = "ENYGMA_PROVE_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub prove_threads: Option<u32>,
 
     /// Maximum number of admitted requests waiting for a proof slot; beyond it requests are shed
     /// at once with 503 and Retry-After. 0 disables queueing [default: 4 x max-inflight].
@@ -102,10 +104,10 @@ impl Args {
     /// Resolves the defaults that depend on the machine or on other flags.
     pub fn admission(&self) -> AdmissionConfig {
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let max_inflight = self.max_inflight.map(|n| n as usize).unwrap_or(cpus);
+        let max_inflight = self.max_inflight.map_or(1, |n| n as usize);
         AdmissionConfig {
             max_inflight: (!self.unlimited).then_some(max_inflight),
-            prove_threads: self.prove_threads as usize,
+            prove_threads: self.prove_threads.map_or(cpus, |n| n as usize),
             queue_depth: self.queue_depth.map(|n| n as usize).unwrap_or(4 * max_inflight),
             queue_timeout: self.queue_timeout,
             verify_max_inflight: self.verify_max_inflight as usize,
@@ -167,9 +169,9 @@ mod tests {
         assert_eq!(args.body_limit, 65536);
         let adm = args.admission();
         let cpus = std::thread::available_parallelism().unwrap().get();
-        assert_eq!(adm.max_inflight, Some(cpus));
-        assert_eq!(adm.queue_depth, 4 * cpus);
-        assert_eq!(adm.prove_threads, 1);
+        assert_eq!(adm.max_inflight, Some(1));
+        assert_eq!(adm.queue_depth, 4);
+        assert_eq!(adm.prove_threads, cpus);
         assert_eq!(adm.queue_timeout, Duration::from_secs(30));
         assert_eq!(args.log_format, LogFormat::Text);
     }
