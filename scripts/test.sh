@@ -10,7 +10,7 @@ command -v npm >/dev/null || { echo "node and npm are required for verifier-test
 
 # The integration tests spawn these binaries (debug profile; arkworks is optimised even there).
 cargo build --workspace --bins
-bin="${CARGO_TARGET_DIR:-target}/debug"
+bin="${CARGO_TARGET_DIR:-$PWD/target}/debug"  # absolute: tests run from their crate directories
 export ENYGMA_SERVER_BIN="${ENYGMA_SERVER_BIN:-$bin/enygma-server}"
 
 # Proving keys are not committed: create the missing ones (a few seconds) and check the rest.
