@@ -14,6 +14,7 @@
 #
 # Everything is an environment variable; extra arguments go to `enygma-loadgen ab` as is:
 #   DURATION=20s benches/run_load.sh            # shorter levels (the report says so)
+#   CIRCUIT=withdraw K=4 benches/run_load.sh    # another statement (transfer, deposit, withdraw) or k
 #   SOAK= SWEEP=none benches/run_load.sh        # no soak, no sweep
 #   OPEN_RATE=0.5,1 benches/run_load.sh         # add open-loop (Poisson) phases
 #   REFERENCE_CMD=/path/to/rayls-api REFERENCE_DIR=/path/to/its/checkout benches/run_load.sh
@@ -22,6 +23,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+CIRCUIT=${CIRCUIT:-transfer}
+K=${K:-6}
+case "$CIRCUIT" in
+    transfer) ROUTE=/generateProofTransfer-$K ;;
+    deposit) ROUTE=/generateProofDeposit-$K ;;
+    withdraw) ROUTE=/generateProofWithdraw-$K ;;
+    *) echo "CIRCUIT must be transfer, deposit or withdraw" >&2; exit 2 ;;
+esac
 LEVELS=${LEVELS:-1,2,4,8,16}
 DURATION=${DURATION:-60s}
 WARMUP=${WARMUP:-5s}
@@ -43,15 +52,15 @@ REFERENCE_URL=${REFERENCE_URL:-http://127.0.0.1:3003}
 
 cargo build --release -p enygma-server -p enygma-loadgen -p enygma-cli
 
-REQUESTS=${REQUESTS:-target/loadgen-requests/k6-seed$SEED-n$POOL_SIZE}
+REQUESTS=${REQUESTS:-target/loadgen-requests/$CIRCUIT-k$K-seed$SEED-n$POOL_SIZE}
 if [ -z "$(ls -A "$REQUESTS" 2>/dev/null)" ]; then
     mkdir -p "$REQUESTS"
-    target/release/enygma gen-request --k 6 --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
+    target/release/enygma gen-request --circuit "$CIRCUIT" --k "$K" --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
 fi
 
 args=(ab
     --server-cmd target/release/enygma-server --keys-dir "$KEYS_DIR" --port "$PORT"
-    --requests "$REQUESTS" --endpoint /generateProofTransfer-6
+    --requests "$REQUESTS" --endpoint "$ROUTE"
     --levels "$LEVELS" --duration "$DURATION" --warmup "$WARMUP"
     --soak-duration "$SOAK_DURATION" --window "$WINDOW" --seed "$SEED"
     --sweep "$SWEEP" --sweep-levels "$SWEEP_LEVELS" --ready-timeout "$READY_TIMEOUT")
@@ -64,7 +73,7 @@ if [ -n "$REFERENCE_CMD" ]; then
 fi
 
 # Recorded in ab.md as the one command that reproduces this run.
-ENYGMA_RUN_LOAD_CMD="LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP SOAK=$SOAK SOAK_DURATION=$SOAK_DURATION"
+ENYGMA_RUN_LOAD_CMD="CIRCUIT=$CIRCUIT K=$K LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP SOAK=$SOAK SOAK_DURATION=$SOAK_DURATION"
 ENYGMA_RUN_LOAD_CMD+=" WINDOW=$WINDOW SWEEP=$SWEEP SWEEP_LEVELS=$SWEEP_LEVELS POOL_SIZE=$POOL_SIZE SEED=$SEED"
 [ -n "$OPEN_RATE" ] && ENYGMA_RUN_LOAD_CMD+=" OPEN_RATE=$OPEN_RATE"
 [ -n "$REFERENCE_CMD" ] && ENYGMA_RUN_LOAD_CMD+=" REFERENCE_CMD=<reference binary>"

@@ -48,15 +48,18 @@ export function loadFixtures() {
 }
 
 /**
- * For a fixture made with the transfer circuit's keys (contract EnygmaTransferVerifierK{k}), the
- * files committed for that k in KEYS_DIR: { vkFile, solidityFile }. null for other fixtures (toy).
+ * For a fixture made with one of the statements' development keys (contract
+ * Enygma{Transfer,Deposit,Withdraw}VerifierK{k}), the files committed for it in KEYS_DIR:
+ * { vkFile, solidityFile }. null for other fixtures (toy).
  */
 export function committedExports(fx) {
   const k = fx.meta.k;
-  if (k == null || fx.meta.contract !== `EnygmaTransferVerifierK${k}`) return null;
+  const m = /^Enygma(Transfer|Deposit|Withdraw)VerifierK(\d+)$/.exec(fx.meta.contract ?? "");
+  if (k == null || m === null || Number(m[2]) !== k) return null;
+  const statement = m[1].toLowerCase();
   return {
-    vkFile: path.join(KEYS_DIR, `transfer-k${k}.verification_key.json`),
-    solidityFile: path.join(KEYS_DIR, `EnygmaTransferVerifierK${k}.sol`),
+    vkFile: path.join(KEYS_DIR, `${statement}-k${k}.verification_key.json`),
+    solidityFile: path.join(KEYS_DIR, `${fx.meta.contract}.sol`),
   };
 }
 

@@ -7,7 +7,7 @@ use std::{
     process::{Command, Output},
 };
 
-use enygma_prover::{keys, SUPPORTED_K};
+use enygma_prover::{keys, Kind, SUPPORTED_K};
 use enygma_verifier::{snarkjs, solidity};
 
 fn repo() -> PathBuf {
@@ -34,26 +34,32 @@ fn enygma_ok(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// (file in keys/, --format) of every committed export of k.
-fn committed_exports(k: usize) -> [(String, &'static str); 2] {
+/// (file in keys/, --format) of every committed export of a statement's k.
+fn committed_exports(kind: Kind, k: usize) -> [(String, &'static str); 2] {
     [
-        (format!("transfer-k{k}.verification_key.json"), "snarkjs"),
-        (format!("{}.sol", solidity::transfer_contract_name(k)), "solidity"),
+        (format!("{kind}-k{k}.verification_key.json"), "snarkjs"),
+        (format!("{}.sol", solidity::contract_name(kind.name(), k)), "solidity"),
     ]
+}
+
+/// Every (statement, k) with committed keys.
+fn circuits() -> impl Iterator<Item = (Kind, usize)> {
+    Kind::ALL.into_iter().flat_map(|kind| SUPPORTED_K.map(move |k| (kind, k)))
 }
 
 #[test]
 fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
     let dir = keys_dir();
     let dir_arg = dir.to_str().unwrap();
-    for k in SUPPORTED_K {
-        for (file, format) in committed_exports(k) {
+    for (kind, k) in circuits() {
+        for (file, format) in committed_exports(kind, k) {
             let committed = std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("keys/{file}: {e}"));
-            let exported = enygma_ok(&["export-vk", "--k", &k.to_string(), "--format", format, "--keys-dir", dir_arg]);
+            let exported =
+                enygma_ok(&["export-vk", "--circuit", kind.name(), "--k", &k.to_string(), "--format", format, "--keys-dir", dir_arg]);
             assert!(
                 committed == exported,
-                "keys/{file} differs from `enygma export-vk --k {k} --format {format}`: regenerate it with\n  \
-                 enygma export-vk --k {k} --format {format} --out keys/{file}\n\
+                "keys/{file} differs from `enygma export-vk --circuit {kind} --k {k} --format {format}`: regenerate it with\n  \
+                 enygma export-vk --circuit {kind} --k {k} --format {format} --out keys/{file}\n\
                  (`enygma setup` rewrites keys and exports together)"
             );
         }
@@ -63,14 +69,15 @@ fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
 #[test]
 fn committed_snarkjs_keys_read_back_to_the_committed_verifying_keys() {
     let dir = keys_dir();
-    for k in SUPPORTED_K {
-        let vk = keys::load_verifying_key(&keys::KeyPaths::new(&dir, k).verifying).unwrap();
-        let json = std::fs::read_to_string(dir.join(format!("transfer-k{k}.verification_key.json"))).unwrap();
-        assert_eq!(snarkjs::vk_from_snarkjs_json(&json).unwrap(), vk, "k={k}");
-        assert_eq!(enygma_verifier::num_public_inputs(&vk), 8 * k + 2);
-        let sol = std::fs::read_to_string(dir.join(format!("{}.sol", solidity::transfer_contract_name(k)))).unwrap();
-        assert!(sol.contains(&format!("contract {} {{", solidity::transfer_contract_name(k))));
-        assert!(sol.contains(&format!("uint256 public constant PUBLIC_INPUTS = {};", 8 * k + 2)));
+    for (kind, k) in circuits() {
+        let vk = keys::load_verifying_key(&keys::KeyPaths::new(&dir, kind, k).verifying).unwrap();
+        let json = std::fs::read_to_string(dir.join(format!("{kind}-k{k}.verification_key.json"))).unwrap();
+        assert_eq!(snarkjs::vk_from_snarkjs_json(&json).unwrap(), vk, "{kind} k={k}");
+        assert_eq!(enygma_verifier::num_public_inputs(&vk), kind.num_public_inputs(k));
+        let contract = solidity::contract_name(kind.name(), k);
+        let sol = std::fs::read_to_string(dir.join(format!("{contract}.sol"))).unwrap();
+        assert!(sol.contains(&format!("contract {contract} {{")));
+        assert!(sol.contains(&format!("uint256 public constant PUBLIC_INPUTS = {};", kind.num_public_inputs(k))));
     }
 }
 
@@ -126,6 +133,16 @@ fn fixtures_and_export_proof_round_trip_a_real_proof() {
     let back = snarkjs::snarkjs_to_response(&proof_json, &public_json).unwrap();
     assert_eq!(back, enygma_verifier::ProofResponse::from_json(&read("response.json")).unwrap());
     enygma_ok(&["verify", response.to_str().unwrap(), "--keys-dir", dir.to_str().unwrap()]);
+    // The deposit and withdraw fixtures too: `verify` tells the statement by the number of
+    // public inputs, and the fixtures hold those statements' committed verifiers.
+    for (kind, contract) in [("deposit", "EnygmaDepositVerifierK2"), ("withdraw", "EnygmaWithdrawVerifierK2")] {
+        let fx = tmp.join(format!("{kind}-k2-generated"));
+        let out = enygma(&["verify", fx.join("response.json").to_str().unwrap(), "--keys-dir", dir.to_str().unwrap()]);
+        assert!(out.status.success(), "{kind}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("valid ({kind} k=2)")));
+        let sol = std::fs::read_to_string(fx.join("Verifier.sol")).unwrap();
+        assert_eq!(sol, std::fs::read_to_string(dir.join(format!("{contract}.sol"))).unwrap());
+    }
 
     // Without --out-dir: one object with both.
     let both: serde_json::Value = serde_json::from_slice(&enygma_ok(&["export-proof", response.to_str().unwrap()])).unwrap();

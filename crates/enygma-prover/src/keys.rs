@@ -1,13 +1,14 @@
-//! Development keys: one Groth16 proving key and verifying key per anonymity-set size.
+//! Development keys: one Groth16 proving key and verifying key per statement and anonymity-set
+//! size.
 //!
 //! Keys come from a single-party setup seeded with a fixed, documented seed (like the
 //! reference's own setup): anyone can regenerate them, so they are for development and
 //! testing only. Production keys need a multi-party ceremony.
 //!
-//! Layout under the keys directory, for each k:
-//! - `transfer-k{k}.vk`: the verifying key, compressed arkworks serialization (committed);
-//! - `transfer-k{k}.pk`: the proving key, uncompressed so that it loads in milliseconds;
-//! - `transfer-k{k}.pk.sha256`: the SHA-256 of the `.pk` file written with it. A proving key
+//! Layout under the keys directory, for each statement (`transfer`, `deposit`, `withdraw`) and k:
+//! - `{statement}-k{k}.vk`: the verifying key, compressed arkworks serialization (committed);
+//! - `{statement}-k{k}.pk`: the proving key, uncompressed so that it loads in milliseconds;
+//! - `{statement}-k{k}.pk.sha256`: the SHA-256 of the `.pk` file written with it. A proving key
 //!   whose digest matches is loaded without point checks (they take tens of seconds); any other
 //!   is loaded with full checks.
 
@@ -21,15 +22,16 @@ use ark_bn254::Bn254;
 use ark_groth16::{Groth16, ProvingKey, VerifyingKey};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize, Compress, Validate};
 use ark_snark::SNARK;
-use enygma_circuit::transfer::constraints::TransferCircuit;
+use enygma_circuit::payment::{constraints::PaymentCircuit, Kind};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 
-/// The seed of the development keys for k: `SHA-256("enygma-prover development keys v1: transfer k={k}")`
-/// feeds ChaCha20, which then draws Groth16's toxic waste.
-pub fn development_seed(k: usize) -> [u8; 32] {
-    Sha256::digest(format!("enygma-prover development keys v1: transfer k={k}")).into()
+/// The seed of the development keys of a statement for k:
+/// `SHA-256("enygma-prover development keys v1: {statement} k={k}")` feeds ChaCha20, which then
+/// draws Groth16's toxic waste.
+pub fn development_seed(kind: Kind, k: usize) -> [u8; 32] {
+    Sha256::digest(format!("enygma-prover development keys v1: {kind} k={k}")).into()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -41,10 +43,10 @@ pub enum KeyError {
     #[error("key generation for k={k} failed: {reason}")]
     Setup { k: usize, reason: String },
     #[error(
-        "the keys for k={k} do not match the transfer circuit ({reason}); delete {dir}/transfer-k{k}.* \
+        "the {kind} keys for k={k} do not match the {kind} circuit ({reason}); delete {dir}/{kind}-k{k}.* \
          and run `enygma setup` to make new development keys"
     )]
-    Mismatch { k: usize, dir: String, reason: String },
+    Mismatch { kind: Kind, k: usize, dir: String, reason: String },
 }
 
 pub struct KeyPaths {
@@ -54,11 +56,11 @@ pub struct KeyPaths {
 }
 
 impl KeyPaths {
-    pub fn new(dir: &Path, k: usize) -> Self {
+    pub fn new(dir: &Path, kind: Kind, k: usize) -> Self {
         Self {
-            proving: dir.join(format!("transfer-k{k}.pk")),
-            proving_digest: dir.join(format!("transfer-k{k}.pk.sha256")),
-            verifying: dir.join(format!("transfer-k{k}.vk")),
+            proving: dir.join(format!("{kind}-k{k}.pk")),
+            proving_digest: dir.join(format!("{kind}-k{k}.pk.sha256")),
+            verifying: dir.join(format!("{kind}-k{k}.vk")),
         }
     }
 }
@@ -67,10 +69,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     move |source| KeyError::Io { path: path.to_path_buf(), source }
 }
 
-/// Runs the deterministic development setup for k.
-pub fn generate(k: usize) -> Result<ProvingKey<Bn254>, KeyError> {
-    let mut rng = ChaCha20Rng::from_seed(development_seed(k));
-    let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(TransferCircuit::for_setup(k), &mut rng)
+/// Runs the deterministic development setup of `kind` for k.
+pub fn generate(kind: Kind, k: usize) -> Result<ProvingKey<Bn254>, KeyError> {
+    let mut rng = ChaCha20Rng::from_seed(development_seed(kind, k));
+    let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
         .map_err(|e| KeyError::Setup { k, reason: e.to_string() })?;
     Ok(pk)
 }
@@ -94,9 +96,9 @@ fn serialize<T: CanonicalSerialize>(value: &T, compress: Compress) -> Vec<u8> {
 }
 
 /// Writes the proving key (uncompressed), its digest and the verifying key (compressed).
-pub fn save(dir: &Path, k: usize, pk: &ProvingKey<Bn254>) -> Result<(), KeyError> {
+pub fn save(dir: &Path, kind: Kind, k: usize, pk: &ProvingKey<Bn254>) -> Result<(), KeyError> {
     fs::create_dir_all(dir).map_err(io(dir))?;
-    let paths = KeyPaths::new(dir, k);
+    let paths = KeyPaths::new(dir, kind, k);
     let pk_bytes = serialize(pk, Compress::No);
     write_atomically(&paths.proving, &pk_bytes)?;
     write_atomically(&paths.proving_digest, format!("{}\n", hex::encode(Sha256::digest(&pk_bytes))).as_bytes())?;
@@ -128,10 +130,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seeds_differ_per_k_and_are_stable() {
-        assert_ne!(development_seed(2), development_seed(3));
+    fn seeds_differ_per_statement_and_k_and_are_stable() {
+        assert_ne!(development_seed(Kind::Transfer, 2), development_seed(Kind::Transfer, 3));
+        assert_ne!(development_seed(Kind::Deposit, 2), development_seed(Kind::Withdraw, 2));
         assert_eq!(
-            hex::encode(development_seed(6)),
+            hex::encode(development_seed(Kind::Transfer, 6)),
             hex::encode(Sha256::digest(b"enygma-prover development keys v1: transfer k=6"))
         );
     }

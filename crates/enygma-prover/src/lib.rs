@@ -1,13 +1,14 @@
-//! The Enygma transfer prover: strict request parsing, the native checks, development keys,
-//! and Groth16 proofs from cached constraint matrices.
+//! The Enygma prover for the transfer, deposit and withdraw statements: strict request parsing,
+//! the native checks, development keys, and Groth16 proofs from cached constraint matrices.
 //!
 //! Proving is split the way a server needs it:
-//! - [`TransferProver::prepare`] parses a request and runs all 14 checks natively (milliseconds),
-//!   so a bad request is refused before it costs any proving work or a queue slot;
-//! - [`TransferProver::prove`] synthesizes only the witness (the matrices were built once per k
-//!   at load time) and runs ark-groth16's prover on the caller's rayon pool.
+//! - [`Prover::prepare`] parses a request and runs every check natively (milliseconds), so a
+//!   bad request is refused before it costs any proving work or a queue slot;
+//! - [`Prover::prove`] synthesizes only the witness (the matrices were built once per statement
+//!   and k at load time) and runs the Groth16 prover on the caller's rayon pool.
 
 pub mod keys;
+pub mod groth16;
 pub mod request;
 
 use std::{
@@ -25,9 +26,10 @@ use ark_snark::SNARK;
 use ark_std::UniformRand;
 pub use enygma_circuit::SUPPORTED_K;
 use enygma_circuit::{
-    transfer::{constraints::TransferCircuit, num_public_inputs, CheckFailure, TransferInputs},
+    payment::{constraints::PaymentCircuit, CheckFailure, PaymentInputs},
     Fr,
 };
+pub use enygma_circuit::payment::Kind;
 pub use keys::KeyError;
 pub use request::RequestError;
 pub use enygma_verifier::ProofResponse;
@@ -68,16 +70,22 @@ impl fmt::Display for ProveError {
 
 impl std::error::Error for ProveError {}
 
-/// Sizes of one k's circuit, as `enygma info` reports them.
+/// Sizes of one statement's circuit for one k, as `enygma info` reports them.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CircuitInfo {
+    #[serde(serialize_with = "kind_name")]
+    pub circuit: Kind,
     pub k: usize,
     pub constraints: usize,
     pub witness_variables: usize,
     pub public_inputs: usize,
 }
 
-/// The constraint matrices of one k, built once in setup mode.
+fn kind_name<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.name())
+}
+
+/// The constraint matrices of one statement and k, built once in setup mode.
 pub struct CircuitShape {
     pub info: CircuitInfo,
     /// `[A, B, C]` of the R1CS.
@@ -87,23 +95,24 @@ pub struct CircuitShape {
 }
 
 impl CircuitShape {
-    pub fn build(k: usize) -> Result<Self, ProveError> {
+    pub fn build(kind: Kind, k: usize) -> Result<Self, ProveError> {
         let cs = ConstraintSystem::<Fr>::new_ref();
         cs.set_optimization_goal(OptimizationGoal::Constraints);
         cs.set_mode(SynthesisMode::Setup);
-        TransferCircuit::for_setup(k)
+        PaymentCircuit::for_setup(kind, k)
             .generate_constraints(cs.clone())
-            .map_err(|e| ProveError::Internal(format!("synthesis for k={k}: {e}")))?;
+            .map_err(|e| ProveError::Internal(format!("{kind} synthesis for k={k}: {e}")))?;
         cs.finalize();
         let mut matrices = cs
             .to_matrices()
-            .map_err(|e| ProveError::Internal(format!("matrices for k={k}: {e}")))?;
+            .map_err(|e| ProveError::Internal(format!("{kind} matrices for k={k}: {e}")))?;
         let matrices = matrices
             .remove(R1CS_PREDICATE_LABEL)
             .ok_or_else(|| ProveError::Internal("no R1CS matrices".into()))?;
         let num_instance_variables = cs.num_instance_variables();
         Ok(Self {
             info: CircuitInfo {
+                circuit: kind,
                 k,
                 constraints: cs.num_constraints(),
                 witness_variables: cs.num_witness_variables(),
@@ -115,7 +124,7 @@ impl CircuitShape {
     }
 }
 
-/// Everything needed to prove and verify for one k.
+/// Everything needed to prove and verify one statement for one k.
 pub struct CircuitKeys {
     pub shape: CircuitShape,
     pub proving_key: ProvingKey<Bn254>,
@@ -127,22 +136,22 @@ impl CircuitKeys {
         &self.proving_key.vk
     }
 
-    /// Loads k's keys from `dir`, creating development keys if the proving key is missing, and
-    /// refuses keys that do not fit the circuit.
-    pub fn load_or_create(dir: &Path, k: usize) -> Result<Self, KeyError> {
-        let mismatch = |reason: String| KeyError::Mismatch { k, dir: dir.display().to_string(), reason };
-        let shape = CircuitShape::build(k).map_err(|e| mismatch(e.to_string()))?;
-        let paths = keys::KeyPaths::new(dir, k);
+    /// Loads the keys of `kind` for k from `dir`, creating development keys if the proving key
+    /// is missing, and refuses keys that do not fit the circuit.
+    pub fn load_or_create(dir: &Path, kind: Kind, k: usize) -> Result<Self, KeyError> {
+        let mismatch = |reason: String| KeyError::Mismatch { kind, k, dir: dir.display().to_string(), reason };
+        let shape = CircuitShape::build(kind, k).map_err(|e| mismatch(e.to_string()))?;
+        let paths = keys::KeyPaths::new(dir, kind, k);
         let committed_vk = paths.verifying.exists().then(|| keys::load_verifying_key(&paths.verifying)).transpose()?;
         let proving_key = if paths.proving.exists() {
             keys::load_proving_key(&paths)?
         } else {
-            tracing::warn!(k, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
-            let pk = keys::generate(k)?;
+            tracing::warn!(circuit = kind.name(), k, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
+            let pk = keys::generate(kind, k)?;
             if committed_vk.as_ref().is_some_and(|vk| *vk != pk.vk) {
                 return Err(mismatch("the verifying key on disk is not the one the seed gives for this circuit".into()));
             }
-            keys::save(dir, k, &pk)?;
+            keys::save(dir, kind, k, &pk)?;
             pk
         };
         if committed_vk.is_some_and(|vk| vk != proving_key.vk) {
@@ -176,13 +185,14 @@ fn proof_error(e: enygma_verifier::Error) -> RequestError {
 }
 
 /// A parsed request that passed every native check.
-pub struct PreparedTransfer {
+pub struct Prepared {
+    pub kind: Kind,
     pub k: usize,
     pub sender_index: usize,
-    inputs: TransferInputs,
+    inputs: PaymentInputs,
 }
 
-impl PreparedTransfer {
+impl Prepared {
     pub fn public_inputs(&self) -> Vec<Fr> {
         self.inputs.public_inputs()
     }
@@ -197,58 +207,62 @@ pub struct ProveTimings {
     pub prove: Duration,
 }
 
-/// Keys and matrices for every supported k.
-pub struct TransferProver {
-    circuits: Vec<CircuitKeys>,
+/// Keys and matrices for every statement and supported k.
+pub struct Prover {
+    /// Indexed by `Kind` (in `Kind::ALL`'s order), then by k − 2.
+    circuits: Vec<Vec<CircuitKeys>>,
 }
 
-/// Parses and checks a request for k; no keys needed.
-pub fn prepare(k: usize, body: &[u8]) -> Result<PreparedTransfer, ProveError> {
+/// Parses and checks a request of `kind` for k; no keys needed.
+pub fn prepare(kind: Kind, k: usize, body: &[u8]) -> Result<Prepared, ProveError> {
     if !SUPPORTED_K.contains(&k) {
         return Err(ProveError::UnsupportedK(k));
     }
-    let inputs = request::parse_transfer_request(k, body).map_err(ProveError::BadRequest)?;
+    let inputs = request::parse_request(kind, k, body).map_err(ProveError::BadRequest)?;
     let sender_index = inputs.check().map_err(ProveError::CheckFailed)?;
-    Ok(PreparedTransfer { k, sender_index, inputs })
+    Ok(Prepared { kind, k, sender_index, inputs })
 }
 
-impl TransferProver {
-    /// Loads (or creates) the keys of every k in `keys_dir`. Logs that the keys are
-    /// development keys, every time.
+impl Prover {
+    /// Loads (or creates) the keys of every statement and k in `keys_dir`. Logs that the keys
+    /// are development keys, every time.
     pub fn load_or_create(keys_dir: &Path) -> Result<Self, KeyError> {
         tracing::warn!(
             dir = %keys_dir.display(),
             "using DEVELOPMENT keys from a single-party setup with a public seed: proofs are not secure for production"
         );
-        let circuits = SUPPORTED_K
-            .map(|k| {
-                let started = Instant::now();
-                let keys = CircuitKeys::load_or_create(keys_dir, k)?;
-                tracing::info!(k, constraints = keys.shape.info.constraints, elapsed_ms = started.elapsed().as_millis() as u64, "keys and matrices loaded");
-                Ok(keys)
-            })
+        let load = |kind: Kind, k: usize| {
+            let started = Instant::now();
+            let keys = CircuitKeys::load_or_create(keys_dir, kind, k)?;
+            tracing::info!(circuit = kind.name(), k, constraints = keys.shape.info.constraints, elapsed_ms = started.elapsed().as_millis() as u64, "keys and matrices loaded");
+            Ok(keys)
+        };
+        let circuits = Kind::ALL
+            .into_iter()
+            .map(|kind| SUPPORTED_K.map(|k| load(kind, k)).collect::<Result<Vec<_>, KeyError>>())
             .collect::<Result<Vec<_>, KeyError>>()?;
         Ok(Self { circuits })
     }
 
-    pub fn circuit(&self, k: usize) -> Option<&CircuitKeys> {
-        SUPPORTED_K.contains(&k).then(|| &self.circuits[k - SUPPORTED_K.start()])
+    pub fn circuit(&self, kind: Kind, k: usize) -> Option<&CircuitKeys> {
+        let by_k = &self.circuits[Kind::ALL.iter().position(|&c| c == kind)?];
+        SUPPORTED_K.contains(&k).then(|| &by_k[k - SUPPORTED_K.start()])
     }
 
     pub fn info(&self) -> Vec<CircuitInfo> {
-        self.circuits.iter().map(|c| c.shape.info.clone()).collect()
+        self.circuits.iter().flatten().map(|c| c.shape.info.clone()).collect()
     }
 
     /// See [`prepare`].
-    pub fn prepare(&self, k: usize, body: &[u8]) -> Result<PreparedTransfer, ProveError> {
-        prepare(k, body)
+    pub fn prepare(&self, kind: Kind, k: usize, body: &[u8]) -> Result<Prepared, ProveError> {
+        prepare(kind, k, body)
     }
 
     /// Witness synthesis and the Groth16 proof, on the current rayon pool. The proof is
     /// verified before it is returned: a prover bug surfaces as an internal error, never as an
     /// invalid proof.
-    pub fn prove(&self, prepared: &PreparedTransfer) -> Result<(ProofResponse, ProveTimings), ProveError> {
-        let keys = self.circuit(prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?;
+    pub fn prove(&self, prepared: &Prepared) -> Result<(ProofResponse, ProveTimings), ProveError> {
+        let keys = self.circuit(prepared.kind, prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?;
         let shape = &keys.shape;
         let started = Instant::now();
         let assignment = self.assignment(prepared)?;
@@ -279,12 +293,12 @@ impl TransferProver {
 
     /// The full assignment (the constant 1, the public inputs, then the witness) from a
     /// witness-only synthesis: no constraint matrices are built per request.
-    pub fn assignment(&self, prepared: &PreparedTransfer) -> Result<Vec<Fr>, ProveError> {
-        let shape = &self.circuit(prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?.shape;
+    pub fn assignment(&self, prepared: &Prepared) -> Result<Vec<Fr>, ProveError> {
+        let shape = &self.circuit(prepared.kind, prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?.shape;
         let cs = ConstraintSystem::<Fr>::new_ref();
         cs.set_optimization_goal(OptimizationGoal::Constraints);
         cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
-        TransferCircuit::for_proving(prepared.inputs.clone())
+        PaymentCircuit::for_proving(prepared.inputs.clone())
             .generate_constraints(cs.clone())
             .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
         let internal = |e: ark_relations::gr1cs::SynthesisError| ProveError::Internal(e.to_string());
@@ -296,14 +310,16 @@ impl TransferProver {
         Ok(assignment)
     }
 
-    /// Checks a proof in the reference's response format against k's verifying key.
-    pub fn verify(&self, k: usize, response: &ProofResponse) -> Result<bool, ProveError> {
-        let keys = self.circuit(k).ok_or(ProveError::UnsupportedK(k))?;
+    /// Checks a proof in the reference's response format against the verifying key of `kind`
+    /// for k.
+    pub fn verify(&self, kind: Kind, k: usize, response: &ProofResponse) -> Result<bool, ProveError> {
+        let keys = self.circuit(kind, k).ok_or(ProveError::UnsupportedK(k))?;
         let (proof, inputs) = response.to_proof().map_err(|e| ProveError::BadRequest(proof_error(e)))?;
-        if inputs.len() != num_public_inputs(k) {
+        let expected = kind.num_public_inputs(k);
+        if inputs.len() != expected {
             return Err(ProveError::BadRequest(RequestError {
                 field: "public_signal".into(),
-                reason: format!("expected {} elements, got {}", num_public_inputs(k), inputs.len()),
+                reason: format!("expected {expected} elements, got {}", inputs.len()),
             }));
         }
         Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, &inputs, &proof)

@@ -1,4 +1,9 @@
-//! The reference's transfer request, parsed strictly.
+//! The reference's transfer, deposit and withdraw requests, parsed strictly.
+//!
+//! All three share the transfer's fields. A deposit adds `hash`, `pk`, `address` and `saltOut`;
+//! a withdraw adds `hashes`, `sk_deposits`, `v_per_deposit` and `saltsIn` (10 elements each) and
+//! `address`: the JSON names of the reference's Go request structs (its Postman samples for
+//! these routes are stale).
 //!
 //! The reference reduces values ≥ r, leading zeros and signs modulo r and accepts them, while
 //! echoing the raw strings in `public_signal`; it parses `sender_id` and `block_number` with Go's
@@ -11,7 +16,11 @@
 use std::fmt;
 
 use ark_ff::PrimeField;
-use enygma_circuit::{transfer::TransferInputs, Fr};
+use enygma_circuit::{
+    dvp::WITHDRAW_SLOTS,
+    payment::{Deposit, Dvp, Kind, PaymentInputs, Withdraw},
+    Fr,
+};
 use num_bigint::BigUint;
 use serde_json::{Map, Value};
 
@@ -83,6 +92,10 @@ impl<'a> Fields<'a> {
         self.array_of(name, self.k, self.get(name)?, parse_field_element)
     }
 
+    fn slots(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
+        self.array_of(name, WITHDRAW_SLOTS, self.get(name)?, parse_field_element)
+    }
+
     fn points(&self, name: &str) -> Result<Vec<(Fr, Fr)>, RequestError> {
         self.array_of(name, self.k, self.get(name)?, |field, v| {
             let xy = self.array_of(field, 2, v, parse_field_element)?;
@@ -92,14 +105,19 @@ impl<'a> Fields<'a> {
 }
 
 /// Parses a `/generateProofTransfer-{k}` body.
-pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<TransferInputs, RequestError> {
+pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
+    parse_request(Kind::Transfer, k, body)
+}
+
+/// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`.
+pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         // serde_json's syntax errors give a position, never the input's text.
         error("body", format!("malformed JSON ({e})"))
     })?;
     let object = value.as_object().ok_or_else(|| error("body", "expected a JSON object"))?;
     let f = Fields { object, k };
-    Ok(TransferInputs {
+    Ok(PaymentInputs {
         sender_id: f.scalar("sender_id")?,
         anonymity_set: f.scalars("anonymity_set")?,
         secret_key: f.scalar("secret_key")?,
@@ -116,6 +134,22 @@ pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<TransferInputs, R
         nullifier: f.scalar("nullifier")?,
         block_number: f.scalar("block_number")?,
         message_tags: f.scalars("message_tags")?,
+        dvp: match kind {
+            Kind::Transfer => Dvp::None,
+            Kind::Deposit => Dvp::Deposit(Deposit {
+                hash: f.scalar("hash")?,
+                pk: f.scalar("pk")?,
+                address: f.scalar("address")?,
+                salt_out: f.scalar("saltOut")?,
+            }),
+            Kind::Withdraw => Dvp::Withdraw(Withdraw {
+                hashes: f.slots("hashes")?,
+                sk_deposits: f.slots("sk_deposits")?,
+                v_per_deposit: f.slots("v_per_deposit")?,
+                address: f.scalar("address")?,
+                salts_in: f.slots("saltsIn")?,
+            }),
+        },
     })
 }
 
@@ -126,12 +160,12 @@ pub fn to_decimal(x: &Fr) -> String {
 
 /// The request body for `inputs`, in the reference's field names: what `enygma gen-request`
 /// writes. Serializing and parsing it again gives the same inputs.
-pub fn to_request_json(inputs: &TransferInputs) -> Value {
+pub fn to_request_json(inputs: &PaymentInputs) -> Value {
     let scalars = |xs: &[Fr]| Value::from(xs.iter().map(to_decimal).collect::<Vec<_>>());
     let points = |ps: &[(Fr, Fr)]| {
         Value::from(ps.iter().map(|(x, y)| Value::from(vec![to_decimal(x), to_decimal(y)])).collect::<Vec<_>>())
     };
-    serde_json::json!({
+    let mut body = serde_json::json!({
         "sender_id": to_decimal(&inputs.sender_id),
         "anonymity_set": scalars(&inputs.anonymity_set),
         "secret_key": to_decimal(&inputs.secret_key),
@@ -148,7 +182,27 @@ pub fn to_request_json(inputs: &TransferInputs) -> Value {
         "nullifier": to_decimal(&inputs.nullifier),
         "block_number": to_decimal(&inputs.block_number),
         "message_tags": scalars(&inputs.message_tags),
-    })
+    });
+    let extra = match &inputs.dvp {
+        Dvp::None => serde_json::json!({}),
+        Dvp::Deposit(d) => serde_json::json!({
+            "hash": to_decimal(&d.hash),
+            "pk": to_decimal(&d.pk),
+            "address": to_decimal(&d.address),
+            "saltOut": to_decimal(&d.salt_out),
+        }),
+        Dvp::Withdraw(w) => serde_json::json!({
+            "hashes": scalars(&w.hashes),
+            "sk_deposits": scalars(&w.sk_deposits),
+            "v_per_deposit": scalars(&w.v_per_deposit),
+            "address": to_decimal(&w.address),
+            "saltsIn": scalars(&w.salts_in),
+        }),
+    };
+    if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+        body.extend(extra);
+    }
+    body
 }
 
 #[cfg(test)]
@@ -156,12 +210,16 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
-    fn sample() -> TransferInputs {
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
-        TransferInputs::generate(3, 1, 5, 10, &mut rng)
+    fn sample() -> PaymentInputs {
+        sample_of(Kind::Transfer)
     }
 
-    fn with(edit: impl Fn(&mut Value)) -> Result<TransferInputs, RequestError> {
+    fn sample_of(kind: Kind) -> PaymentInputs {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        PaymentInputs::generate(kind, 3, 1, 5, 10, &mut rng)
+    }
+
+    fn with(edit: impl Fn(&mut Value)) -> Result<PaymentInputs, RequestError> {
         let mut v = to_request_json(&sample());
         edit(&mut v);
         parse_transfer_request(3, v.to_string().as_bytes())
@@ -170,6 +228,47 @@ mod tests {
     #[test]
     fn round_trips() {
         assert_eq!(with(|_| {}).unwrap(), sample());
+        for kind in Kind::ALL {
+            let inputs = sample_of(kind);
+            let body = to_request_json(&inputs).to_string();
+            assert_eq!(parse_request(kind, 3, body.as_bytes()).unwrap(), inputs, "{kind}");
+        }
+    }
+
+    #[test]
+    fn deposit_and_withdraw_fields_are_required_and_named() {
+        let parse = |kind: Kind, edit: &dyn Fn(&mut Value)| {
+            let mut v = to_request_json(&sample_of(kind));
+            edit(&mut v);
+            parse_request(kind, 3, v.to_string().as_bytes()).map(|_| ()).map_err(|e| e.to_string())
+        };
+        let remove = |name: &'static str| move |v: &mut Value| { v.as_object_mut().unwrap().remove(name); };
+        for field in ["hash", "pk", "address", "saltOut"] {
+            assert_eq!(parse(Kind::Deposit, &remove(field)), Err(format!("{field}: missing")));
+        }
+        for field in ["hashes", "sk_deposits", "v_per_deposit", "address", "saltsIn"] {
+            assert_eq!(parse(Kind::Withdraw, &remove(field)), Err(format!("{field}: missing")));
+        }
+        assert_eq!(
+            parse(Kind::Withdraw, &|v| { v["hashes"].as_array_mut().unwrap().pop(); }),
+            Err("hashes: expected 10 elements, got 9".into())
+        );
+        assert_eq!(
+            parse(Kind::Withdraw, &|v| v["v_per_deposit"][4] = "-1".into()),
+            Err("v_per_deposit[4]: not a decimal number".into())
+        );
+        assert_eq!(parse(Kind::Deposit, &|v| v["saltOut"] = 7.into()), Err("saltOut: expected a decimal string".into()));
+        // The stale Postman spelling is not accepted in place of the struct's.
+        assert_eq!(
+            parse(Kind::Withdraw, &|v| {
+                let salts = v.as_object_mut().unwrap().remove("saltsIn").unwrap();
+                v["salts_in"] = salts;
+            }),
+            Err("saltsIn: missing".into())
+        );
+        // A transfer body is not a deposit.
+        let transfer = to_request_json(&sample()).to_string();
+        assert_eq!(parse_request(Kind::Deposit, 3, transfer.as_bytes()).unwrap_err().to_string(), "hash: missing");
     }
 
     #[test]

@@ -5,27 +5,27 @@ use std::{
     sync::OnceLock,
 };
 
-use enygma_circuit::transfer::TransferInputs;
-use enygma_prover::{keys, prepare, request, KeyError, ProveError, TransferProver, SUPPORTED_K};
+use enygma_circuit::{payment::PaymentInputs, Fr};
+use enygma_prover::{keys, prepare, request, KeyError, Kind, ProveError, Prover, SUPPORTED_K};
 use rand::SeedableRng;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn prover() -> &'static TransferProver {
-    static P: OnceLock<TransferProver> = OnceLock::new();
-    P.get_or_init(|| TransferProver::load_or_create(&repo().join("keys")).expect("keys load"))
+fn prover() -> &'static Prover {
+    static P: OnceLock<Prover> = OnceLock::new();
+    P.get_or_init(|| Prover::load_or_create(&repo().join("keys")).expect("keys load"))
 }
 
 fn sample(name: &str) -> Vec<u8> {
     std::fs::read(repo().join("../shared/reference/requests").join(name)).expect("reference samples are beside the repo")
 }
 
-fn prove_and_verify(k: usize, body: &[u8]) -> enygma_prover::ProofResponse {
-    let prepared = prepare(k, body).unwrap_or_else(|e| panic!("k={k}: {e}"));
+fn prove_and_verify(kind: Kind, k: usize, body: &[u8]) -> enygma_prover::ProofResponse {
+    let prepared = prepare(kind, k, body).unwrap_or_else(|e| panic!("{kind} k={k}: {e}"));
     let (response, _) = prover().prove(&prepared).unwrap();
-    assert!(prover().verify(k, &response).unwrap(), "k={k}: proof must verify");
+    assert!(prover().verify(kind, k, &response).unwrap(), "{kind} k={k}: proof must verify");
     response
 }
 
@@ -33,7 +33,7 @@ fn prove_and_verify(k: usize, body: &[u8]) -> enygma_prover::ProofResponse {
 fn reference_samples_prove_and_verify_and_echo_their_public_inputs() {
     for (k, name) in [(6, "transfer-k6.json"), (2, "transfer-k2.json")] {
         let body = sample(name);
-        let response = prove_and_verify(k, &body);
+        let response = prove_and_verify(Kind::Transfer, k, &body);
         let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
         let s = |v: &serde_json::Value| v.as_str().unwrap().to_string();
         assert_eq!(response.public_signal[0], s(&req["hashed_shared_secrets"][0]));
@@ -46,28 +46,147 @@ fn reference_samples_prove_and_verify_and_echo_their_public_inputs() {
             let mut tampered = response.clone();
             let v: num_bigint::BigUint = tampered.public_signal[i].parse().unwrap();
             tampered.public_signal[i] = (v + 1u32).to_string();
-            assert!(!prover().verify(k, &tampered).unwrap(), "k={k}: tampered input {i} must not verify");
+            assert!(!prover().verify(Kind::Transfer, k, &tampered).unwrap(), "k={k}: tampered input {i} must not verify");
         }
     }
 }
 
 #[test]
-fn generated_requests_of_every_k_and_several_senders_prove() {
+fn generated_transfers_of_every_k_and_several_senders_prove() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
     for k in SUPPORTED_K {
         for sender in [0, k / 2, k - 1] {
-            let inputs = TransferInputs::generate(k, sender, 7 + sender as u64, 1_000, &mut rng);
+            let inputs = PaymentInputs::generate(Kind::Transfer, k, sender, 7 + sender as u64, 1_000, &mut rng);
             let body = request::to_request_json(&inputs).to_string();
-            let prepared = prepare(k, body.as_bytes()).unwrap();
+            let prepared = prepare(Kind::Transfer, k, body.as_bytes()).unwrap();
             assert_eq!(prepared.sender_index, sender);
-            prove_and_verify(k, body.as_bytes());
+            prove_and_verify(Kind::Transfer, k, body.as_bytes());
+        }
+    }
+}
+
+#[test]
+fn generated_deposits_and_withdraws_of_every_k_prove_and_only_verify_as_themselves() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(43);
+    for kind in [Kind::Deposit, Kind::Withdraw] {
+        for k in SUPPORTED_K {
+            let sender = k - 1 - k % 2;
+            let inputs = PaymentInputs::generate(kind, k, sender, 10 + k as u64, 500, &mut rng);
+            let body = request::to_request_json(&inputs).to_string();
+            assert_eq!(prepare(kind, k, body.as_bytes()).unwrap().sender_index, sender);
+            let response = prove_and_verify(kind, k, body.as_bytes());
+            assert_eq!(response.public_signal.len(), kind.num_public_inputs(k));
+            let dvp_signal = &response.public_signal[8 * k + 2..];
+            let hashes: Vec<String> = match &inputs.dvp {
+                enygma_circuit::payment::Dvp::Deposit(d) => vec![request::to_decimal(&d.hash)],
+                enygma_circuit::payment::Dvp::Withdraw(w) => w.hashes.iter().map(request::to_decimal).collect(),
+                enygma_circuit::payment::Dvp::None => unreachable!(),
+            };
+            assert_eq!(dvp_signal, hashes.as_slice(), "{kind} k={k}: the DvP hashes come last");
+            // A changed DvP hash fails verification.
+            let mut tampered = response.clone();
+            tampered.public_signal[8 * k + 2] = "1".into();
+            assert!(!prover().verify(kind, k, &tampered).unwrap(), "{kind} k={k}: tampered hash must not verify");
+            // The other statements' keys refuse it: their public inputs differ in number.
+            for other in Kind::ALL.into_iter().filter(|&o| o != kind) {
+                assert!(prover().verify(other, k, &response).is_err(), "{kind} proof checked as {other}");
+            }
+        }
+    }
+}
+
+/// Every check of deposit and withdraw has a request that the prover refuses naming it.
+#[test]
+fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_named() {
+    use enygma_circuit::payment::Dvp;
+    use serde_json::Value;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(44);
+    for kind in [Kind::Deposit, Kind::Withdraw] {
+        let good = PaymentInputs::generate(kind, 3, 1, 30, 50, &mut rng);
+        let body = request::to_request_json(&good);
+        let refused = |edit: &dyn Fn(&mut Value)| -> String {
+            let mut v = body.clone();
+            edit(&mut v);
+            match prepare(kind, 3, v.to_string().as_bytes()) {
+                Err(e @ ProveError::CheckFailed(_)) => e.to_string(),
+                Err(e) => panic!("{kind}: refused as {e:?}, not by a check"),
+                Ok(_) => panic!("{kind}: accepted"),
+            }
+        };
+        let bump = |v: &mut Value| {
+            let n: num_bigint::BigUint = v.as_str().unwrap().parse().unwrap();
+            *v = (n + 1u32).to_string().into();
+        };
+        let check = |edit: &dyn Fn(&mut Value)| refused(edit).split(' ').nth(1).unwrap().parse::<u8>().unwrap();
+        assert_eq!(check(&|v| v["sender_id"] = "7".into()), 1);
+        assert_eq!(check(&|v| bump(&mut v["tx_values"][1])), 2);
+        assert_eq!(check(&|v| bump(&mut v["tx_commits"][0][0])), 3);
+        assert_eq!(check(&|v| bump(&mut v["secret_key"])), 4);
+        assert_eq!(check(&|v| bump(&mut v["hashed_shared_secrets"][2])), 5);
+        assert_eq!(check(&|v| bump(&mut v["public_keys"][1])), 6);
+        assert_eq!(check(&|v| bump(&mut v["previous_sender_balance"])), 7);
+        assert_eq!(check(&|v| bump(&mut v["message_tags"][0])), 8);
+        assert_eq!(check(&|v| bump(&mut v["tx_random_values"][2])), 9);
+        assert_eq!(check(&|v| bump(&mut v["nullifier"])), 12);
+        assert_eq!(check(&|v| bump(&mut v["address"])), 15);
+        // Check 11: v above 2^252 (for a deposit also above the balance), with check 2 made
+        // consistent so that 11 is the first to fail.
+        let big = Fr::from(num_bigint::BigUint::from(1u8) << 252u32);
+        let mut over = good.clone();
+        over.sender_tx_value = big;
+        over.tx_values[1] = enygma_circuit::payment::sender_tx_value(kind, &big);
+        let over_body = request::to_request_json(&over).to_string();
+        let e = prepare(kind, 3, over_body.as_bytes()).err().expect("v ≥ 2^252 must be refused");
+        assert!(e.to_string().starts_with("check 9") || e.to_string().starts_with("check 11"), "{kind}: {e}");
+        // Check 13: a receiver's value at 2^252 with its commitment made consistent.
+        let mut wide = good.clone();
+        wide.tx_values[0] = big;
+        let p = enygma_circuit::babyjubjub::pedersen(&wide.tx_values[0], &wide.tx_random_values[0]);
+        wide.tx_commits[0] = (p.x, p.y);
+        let e = prepare(kind, 3, request::to_request_json(&wide).to_string().as_bytes()).err().unwrap();
+        assert!(e.to_string().starts_with("check 9") || e.to_string().starts_with("check 13"), "{kind}: {e}");
+        assert_eq!(check(&|v| v["tx_commits"].as_array_mut().unwrap().swap(0, 2)), 13);
+        match &good.dvp {
+            Dvp::Deposit(_) => {
+                assert_eq!(refused(&|v| bump(&mut v["hash"])), "check 15 (dvp hash) failed");
+                assert_eq!(check(&|v| bump(&mut v["saltOut"])), 15);
+                // Overspending the balance.
+                let mut t = PaymentInputs::generate(kind, 3, 1, 51, 51, &mut rng);
+                t.previous_sender_balance = Fr::from(50u64);
+                let p = enygma_circuit::babyjubjub::pedersen(&t.previous_sender_balance, &t.previous_sender_random_value);
+                t.previous_commits[1] = (p.x, p.y);
+                let e = prepare(kind, 3, request::to_request_json(&t).to_string().as_bytes()).err().unwrap();
+                assert_eq!(e.to_string(), "check 11 (balance range) failed");
+            }
+            Dvp::Withdraw(_) => {
+                assert_eq!(refused(&|v| bump(&mut v["hashes"][1])), "check 15 (dvp hash) failed: hashes[1]");
+                assert_eq!(refused(&|v| bump(&mut v["sk_deposits"][0])), "check 15 (dvp hash) failed: hashes[0]");
+                assert_eq!(refused(&|v| bump(&mut v["saltsIn"][1])), "check 15 (dvp hash) failed: hashes[1]");
+            }
+            Dvp::None => unreachable!(),
+        }
+    }
+}
+
+#[test]
+fn the_stale_reference_samples_of_deposit_and_withdraw_are_refused_naming_a_field() {
+    for (kind, k, name, field) in [
+        (Kind::Deposit, 2, "deposit-k2.json", "anonymity_set: missing"),
+        (Kind::Deposit, 6, "deposit-k6.json", "saltOut: missing"),
+        (Kind::Withdraw, 2, "withdraw-k2.json", "saltsIn: missing"),
+        (Kind::Withdraw, 6, "withdraw-k6.json", "saltsIn: missing"),
+    ] {
+        match prepare(kind, k, &sample(name)) {
+            Err(e @ ProveError::BadRequest(_)) => assert_eq!(e.to_string(), field, "{name}"),
+            Err(e) => panic!("{name}: {e}"),
+            Ok(_) => panic!("{name} must be refused"),
         }
     }
 }
 
 #[test]
 fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
-    let msg = |k: usize, name: &str| match prepare(k, &sample(name)) {
+    let msg = |k: usize, name: &str| match prepare(Kind::Transfer, k, &sample(name)) {
         Err(e) => e,
         Ok(_) => panic!("{name} must be refused"),
     };
@@ -84,9 +203,12 @@ fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
 
 #[test]
 fn committed_verifying_keys_regenerate_from_the_seed() {
-    for k in SUPPORTED_K {
-        let committed = keys::load_verifying_key(&keys::KeyPaths::new(&repo().join("keys"), k).verifying).unwrap();
-        assert!(keys::generate(k).unwrap().vk == committed, "k={k}: committed verifying key differs from the seed's");
+    for kind in Kind::ALL {
+        for k in SUPPORTED_K {
+            let path = keys::KeyPaths::new(&repo().join("keys"), kind, k).verifying;
+            let committed = keys::load_verifying_key(&path).unwrap();
+            assert!(keys::generate(kind, k).unwrap().vk == committed, "{kind} k={k}: committed verifying key differs from the seed's");
+        }
     }
 }
 
@@ -94,13 +216,13 @@ fn committed_verifying_keys_regenerate_from_the_seed() {
 fn keys_of_another_circuit_stop_the_load() {
     let dir = std::env::temp_dir().join(format!("enygma-mismatch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let src = keys::KeyPaths::new(&repo().join("keys"), 2);
-    let dst = keys::KeyPaths::new(&dir, 3);
+    let src = keys::KeyPaths::new(&repo().join("keys"), Kind::Transfer, 2);
+    let dst = keys::KeyPaths::new(&dir, Kind::Transfer, 3);
     prover(); // the k=2 keys exist once the shared prover has loaded
     for (a, b) in [(&src.proving, &dst.proving), (&src.proving_digest, &dst.proving_digest), (&src.verifying, &dst.verifying)] {
         std::fs::copy(a, b).unwrap();
     }
-    let err = enygma_prover::CircuitKeys::load_or_create(&dir, 3).err().expect("k=2 keys must not load as k=3");
+    let err = enygma_prover::CircuitKeys::load_or_create(&dir, Kind::Transfer, 3).err().expect("k=2 keys must not load as k=3");
     assert!(matches!(err, KeyError::Mismatch { k: 3, .. }), "{err}");
     assert!(err.to_string().contains("do not match the transfer circuit"));
     std::fs::remove_dir_all(&dir).unwrap();

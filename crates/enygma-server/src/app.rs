@@ -16,15 +16,64 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 
 use crate::admission::{AdmitError, Limiter, Permit, ProveAdmission, Slot};
-use crate::backend::{parse_k, BackendError, ProofBackend};
+use crate::backend::{parse_k, BackendError, Kind, ProofBackend};
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
 
-/// Route templates; also the `route` label of the request counter.
+/// Route templates (the reference's paths); also the `route` label of the request counter.
 pub const PROVE_ROUTE: &str = "/generateProofTransfer-{k}";
 pub const VERIFY_ROUTE: &str = "/verifyProofTransfer-{k}";
-const PROVE_PREFIX: &str = "/generateProofTransfer-";
-const VERIFY_PREFIX: &str = "/verifyProofTransfer-";
+pub const PROVE_DEPOSIT_ROUTE: &str = "/generateProofDeposit-{k}";
+pub const VERIFY_DEPOSIT_ROUTE: &str = "/verifyProofDeposit-{k}";
+pub const PROVE_WITHDRAW_ROUTE: &str = "/generateProofWithdraw-{k}";
+pub const VERIFY_WITHDRAW_ROUTE: &str = "/verifyProofWithdraw-{k}";
+
+/// Whether a route proves or verifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    Prove,
+    Verify,
+}
+
+/// Every proving and verifying route: (template, path prefix, action, statement).
+const ROUTES: [(&str, &str, Action, Kind); 6] = [
+    (PROVE_ROUTE, "/generateProofTransfer-", Action::Prove, Kind::Transfer),
+    (PROVE_DEPOSIT_ROUTE, "/generateProofDeposit-", Action::Prove, Kind::Deposit),
+    (PROVE_WITHDRAW_ROUTE, "/generateProofWithdraw-", Action::Prove, Kind::Withdraw),
+    (VERIFY_ROUTE, "/verifyProofTransfer-", Action::Verify, Kind::Transfer),
+    (VERIFY_DEPOSIT_ROUTE, "/verifyProofDeposit-", Action::Verify, Kind::Deposit),
+    (VERIFY_WITHDRAW_ROUTE, "/verifyProofWithdraw-", Action::Verify, Kind::Withdraw),
+];
+
+/// The statement's part of its route names: `/generateProof{stem}-{k}`, `/verifyProof{stem}-{k}`.
+pub fn route_stem(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Transfer => "Transfer",
+        Kind::Deposit => "Deposit",
+        Kind::Withdraw => "Withdraw",
+    }
+}
+
+/// The proving route template of a statement.
+pub fn prove_route(kind: Kind) -> &'static str {
+    route_of(Action::Prove, kind)
+}
+
+/// The verifying route template of a statement.
+pub fn verify_route(kind: Kind) -> &'static str {
+    route_of(Action::Verify, kind)
+}
+
+fn route_of(action: Action, kind: Kind) -> &'static str {
+    ROUTES.iter().find(|r| r.2 == action && r.3 == kind).map_or("other", |r| r.0)
+}
+
+/// The proving/verifying route a path belongs to: (template, action, statement, raw k).
+fn match_route(path: &str) -> Option<(&'static str, Action, Kind, &str)> {
+    ROUTES.iter().find_map(|&(template, prefix, action, kind)| {
+        path.strip_prefix(prefix).map(|raw_k| (template, action, kind, raw_k))
+    })
+}
 
 /// gin's JSON content type.
 const JSON: &str = "application/json; charset=utf-8";
@@ -96,6 +145,10 @@ impl<B: ProofBackend> AppState<B> {
 
 /// Composes the whole service: routes, the proving pipeline and the per-request observer.
 ///
+/// The three statements (transfer, deposit, withdraw) have the same pipeline and share one
+/// proving admission controller (one cap, one queue: they compete for the same cores) and one
+/// verify limiter; the statement comes from the matched route.
+///
 /// Proving requests pass, in order: `observe` (request id, log line, metrics, Server-Timing) →
 /// `intake` (k, readiness, body limit) → `prepare` (an early 503 if the queue is already
 /// full, else strict parse and every check, off the runtime) → `admit` (the one shared proving admission controller) → `prove` (the handler:
@@ -106,11 +159,15 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
     // `route_layer`s run last-added first.
     let proving = Router::new()
         .route(PROVE_ROUTE, post(prove::<B>))
+        .route(PROVE_DEPOSIT_ROUTE, post(prove::<B>))
+        .route(PROVE_WITHDRAW_ROUTE, post(prove::<B>))
         .route_layer(from_fn_with_state(st.clone(), admit::<B>))
         .route_layer(from_fn_with_state(st.clone(), prepare::<B>))
         .route_layer(from_fn_with_state(st.clone(), intake::<B>));
     let verifying = Router::new()
         .route(VERIFY_ROUTE, post(verify::<B>))
+        .route(VERIFY_DEPOSIT_ROUTE, post(verify::<B>))
+        .route(VERIFY_WITHDRAW_ROUTE, post(verify::<B>))
         .route_layer(from_fn_with_state(st.clone(), admit_verify::<B>))
         .route_layer(from_fn_with_state(st.clone(), intake::<B>));
     let probes = Router::new()
@@ -205,6 +262,8 @@ pub struct ReqCtx(Arc<Mutex<ReqInfo>>);
 
 #[derive(Default, Clone, Copy)]
 struct ReqInfo {
+    /// The statement, from the route (known as soon as the path matches).
+    kind: Option<Kind>,
     k: Option<usize>,
     queue: Option<Duration>,
     witness: Option<Duration>,
@@ -227,9 +286,7 @@ fn route_label(path: &str) -> &'static str {
         "/livez" => "/livez",
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
-        p if p.starts_with(PROVE_PREFIX) => PROVE_ROUTE,
-        p if p.starts_with(VERIFY_PREFIX) => VERIFY_ROUTE,
-        _ => "other",
+        p => match_route(p).map_or("other", |r| r.0),
     }
 }
 
@@ -298,6 +355,7 @@ impl AccessLog {
                     request_id = %self.id,
                     method = %self.method,
                     route = self.route,
+                    statement = info.kind.map(Kind::name),
                     k = info.k.map(|k| k as u64),
                     status,
                     queue_ms = ms(info.queue),
@@ -329,11 +387,15 @@ impl Drop for AccessLog {
 }
 
 /// Outermost layer of every route: request id, one log line, the request counter and, on the
-/// proving route, `Server-Timing`.
+/// proving routes, `Server-Timing`.
 async fn observe<B: ProofBackend>(State(st): State<Arc<AppState<B>>>, mut req: Request, next: Next) -> Response {
     let id = request_id(req.headers());
     let route = route_label(req.uri().path());
     let ctx = ReqCtx::default();
+    let action = match_route(req.uri().path()).map(|(_, action, kind, _)| {
+        ctx.update(|i| i.kind = Some(kind));
+        action
+    });
     req.extensions_mut().insert(ctx.clone());
     let mut log = AccessLog {
         metrics: st.metrics.clone(),
@@ -347,7 +409,7 @@ async fn observe<B: ProofBackend>(State(st): State<Arc<AppState<B>>>, mut req: R
 
     let mut resp = next.run(req).await;
 
-    if route == PROVE_ROUTE {
+    if action == Some(Action::Prove) {
         let timing = server_timing(&ctx.get(), log.start.elapsed());
         if let Ok(v) = HeaderValue::from_str(&timing) {
             resp.headers_mut().insert(SERVER_TIMING.clone(), v);
@@ -364,9 +426,10 @@ async fn observe<B: ProofBackend>(State(st): State<Arc<AppState<B>>>, mut req: R
 // ---------------------------------------------------------------------------------------------
 // Pipeline stages of the proving and verifying routes
 
-/// A request's k and body, read under the body limit.
+/// A request's statement, k and body, read under the body limit.
 #[derive(Clone)]
 struct Intake {
+    kind: Kind,
     k: usize,
     body: Bytes,
 }
@@ -399,8 +462,9 @@ async fn intake<B: ProofBackend>(
     req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    // The route matched `/<name>-{k}`: k is everything after the first '-'.
-    let raw_k = req.uri().path().split_once('-').map_or("", |(_, k)| k);
+    // The route matched `/<name>-{k}`: the statement is the route's, k everything after its '-'.
+    let (_, _, kind, raw_k) =
+        match_route(req.uri().path()).ok_or_else(|| ApiError::internal("route without a statement"))?;
     let k = parse_k(raw_k).map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?;
     ctx.update(|i| i.k = Some(k));
     if st.backend().is_none() {
@@ -416,7 +480,7 @@ async fn intake<B: ProofBackend>(
         }
     })?;
     let mut req = Request::from_parts(parts, Body::empty());
-    req.extensions_mut().insert(Intake { k, body });
+    req.extensions_mut().insert(Intake { kind, k, body });
     Ok(next.run(req).await)
 }
 
@@ -433,7 +497,7 @@ async fn prepare<B: ProofBackend>(
         return Err(ApiError::from_admit(AdmitError::Shed, QueueKind::Prove, st.prove.retry_after_secs()));
     }
     let backend = st.backend().ok_or_else(|| ApiError::internal("backend missing"))?;
-    let prepared = tokio::task::spawn_blocking(move || backend.prepare(intake.k, &intake.body))
+    let prepared = tokio::task::spawn_blocking(move || backend.prepare(intake.kind, intake.k, &intake.body))
         .await
         .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
     req.extensions_mut().insert(Prepared(Arc::new(prepared)));
@@ -476,7 +540,8 @@ async fn admit_verify<B: ProofBackend>(
 // ---------------------------------------------------------------------------------------------
 // Handlers
 
-/// `POST /generateProofTransfer-{k}`: runs the prepared proof on the admitted slot.
+/// `POST /generateProof{Transfer,Deposit,Withdraw}-{k}`: runs the prepared proof on the
+/// admitted slot.
 async fn prove<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
     Extension(ctx): Extension<ReqCtx>,
@@ -499,7 +564,8 @@ async fn prove<B: ProofBackend>(
     Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
 }
 
-/// `POST /verifyProofTransfer-{k}`: `{"valid": bool}` for a body the prove route answered.
+/// `POST /verifyProof{Transfer,Deposit,Withdraw}-{k}`: `{"valid": bool}` for a body the
+/// statement's prove route answered.
 async fn verify<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
     Extension(intake): Extension<Intake>,
@@ -509,7 +575,7 @@ async fn verify<B: ProofBackend>(
     let backend = st.backend().ok_or_else(|| ApiError::internal("backend missing"))?;
     let valid = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        backend.verify(intake.k, &intake.body)
+        backend.verify(intake.kind, intake.k, &intake.body)
     })
     .await
     .map_err(|_| ApiError::internal("verification failed unexpectedly"))??;

@@ -2,12 +2,14 @@
 //!
 //! The server only needs three operations from a prover. Keeping them behind a small trait lets
 //! the admission tests run against a deterministic fake (see `crate::tests`) while the binary
-//! uses the real `enygma_prover::TransferProver` through [`crate::prover::RealBackend`].
+//! uses the real `enygma_prover::Prover` through [`crate::prover::RealBackend`].
 
 use std::fmt;
+
+pub use enygma_prover::Kind;
 use std::time::Duration;
 
-/// The transfer circuit sizes the service proves.
+/// The circuit sizes the service proves (for every statement: transfer, deposit, withdraw).
 pub const SUPPORTED_K: std::ops::RangeInclusive<usize> = 2..=6;
 
 /// A prover as the server sees it. Every method is synchronous and may block: the server calls
@@ -16,14 +18,15 @@ pub trait ProofBackend: Send + Sync + 'static {
     /// A parsed request whose checks all passed, ready to prove.
     type Prepared: Send + Sync + 'static;
 
-    /// Strict parse of the request body and the native evaluation of every check. Cheap.
-    fn prepare(&self, k: usize, body: &[u8]) -> Result<Self::Prepared, BackendError>;
+    /// Strict parse of the request body of statement `kind` and the native evaluation of every
+    /// check. Cheap.
+    fn prepare(&self, kind: Kind, k: usize, body: &[u8]) -> Result<Self::Prepared, BackendError>;
 
     /// Witness synthesis and the Groth16 proof. CPU-heavy; uses the current rayon pool.
     fn prove(&self, prepared: &Self::Prepared) -> Result<ProofOutput, BackendError>;
 
-    /// Verifies a proof given as the JSON body that the prove route answered.
-    fn verify(&self, k: usize, proof_json: &[u8]) -> Result<bool, BackendError>;
+    /// Verifies a proof of statement `kind` given as the JSON body that its prove route answered.
+    fn verify(&self, kind: Kind, k: usize, proof_json: &[u8]) -> Result<bool, BackendError>;
 }
 
 /// A finished proof: the 200 body, already serialised, and where the time went.

@@ -18,7 +18,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Groth16 prove service for the Enygma transfer circuit, a drop-in replacement for
+/// Groth16 prove service for the Enygma transfer, deposit and withdraw circuits, a drop-in replacement for
 /// rayls-sovereign-gnark-api with a concurrency cap, a bounded FIFO queue and load shedding.
 ///
 /// Every flag can also be set through the environment variable shown with it. Log verbosity
@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
     pub keys_dir: PathBuf,
 
-    /// Maximum number of proofs computed at once, across all k [default: 1, with --prove-threads
+    /// Maximum number of proofs computed at once, across all statements and k [default: 1, with --prove-threads
     /// using every CPU: the best setting of the load generator's sweep on a 2-core machine, see
     /// benches/results/2026-12-02-intel-xeon-processor/ab.md].
     #[arg(long, env = "ENYGMA_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
@@ -73,7 +73,7 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_DRAIN_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
 
-    /// Maximum number of proof verifications computed at once (POST /verifyProofTransfer-{k});
+    /// Maximum number of proof verifications computed at once (POST /verifyProof{Transfer,Deposit,Withdraw}-{k});
     /// verification has its own limit and never enters the proving queue.
     #[arg(long, env = "ENYGMA_VERIFY_MAX_INFLIGHT", default_value_t = 2,
           value_parser = clap::value_parser!(u32).range(1..))]

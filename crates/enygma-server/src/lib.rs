@@ -3,14 +3,16 @@
 //! flight, a bounded FIFO queue and immediate load shedding.
 //!
 //! # Routes
-//! - `POST /generateProofTransfer-{k}`, k = 2..6: the proof (200), or `{"error": "..."}` with
+//! - `POST /generateProofTransfer-{k}`, `/generateProofDeposit-{k}`, `/generateProofWithdraw-{k}`,
+//!   k = 2..6: the proof of that statement (200), or `{"error": "..."}` with
 //!   400 (bad k, malformed or non-canonical input; the message names the field), 413 (body over
 //!   the limit), 422 (a check fails; the message names it), 503 + `Retry-After` (queue full, or
 //!   keys still loading), 504 (queue timeout), 500 (prover failure).
-//! - `POST /verifyProofTransfer-{k}`: takes a 200 body of the prove route, answers
-//!   `{"valid": true|false}`. It has its own small limit and queue and never waits behind proofs.
+//! - `POST /verifyProof{Transfer,Deposit,Withdraw}-{k}`: takes a 200 body of the same
+//!   statement's prove route, answers `{"valid": true|false}`. They share their own small limit
+//!   and queue and never wait behind proofs.
 //! - `GET /healthcheck` (the reference's body), `/livez`, `/readyz` (503 until the keys of every
-//!   k are loaded, and again while draining), `/metrics` (Prometheus text). Never limited.
+//!   statement and k are loaded, and again while draining), `/metrics` (Prometheus text). Never limited.
 //!
 //! # Admission design
 //! Proving is CPU-bound: past the number of cores, more concurrent proofs only add latency and
@@ -18,7 +20,8 @@
 //! So every proving request goes through one shared [`admission::ProveAdmission`]:
 //!
 //! 1. **Validate before admission.** `intake` (k, readiness, body limit) and `prepare` (strict
-//!    parse and the native evaluation of all 14 checks, on tokio's blocking pool) run first, so
+//!    parse and the native evaluation of every check of the route's statement, on tokio's
+//!    blocking pool) run first, so
 //!    a bad request is answered 400/413/422 without ever taking a queue place.
 //! 2. **Cap.** A tokio [`Semaphore`](tokio::sync::Semaphore) with `--max-inflight` permits. It
 //!    is fair: waiters are served in arrival order (FIFO), and a released permit goes to the
@@ -37,10 +40,11 @@
 //!    channel. No proof ever runs on a tokio worker, so `/healthcheck` stays fast under load.
 //!
 //! The controller is applied once, at router level, in [`app::router`]: it is one object in the
-//! shared state, used by the one `admit` stage of the proving routes, so all k share one limit.
+//! shared state, used by the one `admit` stage of the proving routes, so all three statements
+//! and all k share one limit and one queue (they compete for the same cores).
 //!
 //! Why not tower's `ConcurrencyLimitLayer`: added per route it creates one limit per route
-//! instance (five routes, five limits); even shared (`GlobalConcurrencyLimitLayer`) it queues
+//! (three proving routes, three limits, where the statements must share one); even shared (`GlobalConcurrencyLimitLayer`) it queues
 //! without bound and without a timeout, and `LoadShed` in front of it sheds as soon as every
 //! slot is busy: it offers "no queue" or "unbounded queue", not "bounded queue with a timeout".
 //! Its permit is also released when the response future ends, so a request whose client
@@ -53,7 +57,7 @@
 //!
 //! # Observability
 //! One log line per request (target `enygma_server::access`; text or JSON): request id (an
-//! incoming `X-Request-Id` is honoured and echoed), route, k, status, and queue / witness /
+//! incoming `X-Request-Id` is honoured and echoed), route, statement, k, status, and queue / witness /
 //! prove / total milliseconds. Proving responses carry
 //! `Server-Timing: queue;dur=.., witness;dur=.., prove;dur=.., total;dur=..`. Request bodies and
 //! secret values never reach a log line, an error message or a metric label: the server never
@@ -72,5 +76,5 @@ pub mod server;
 mod tests;
 
 pub use app::{router, AppState};
-pub use backend::{BackendError, ProofBackend, ProofOutput};
+pub use backend::{BackendError, Kind, ProofBackend, ProofOutput};
 pub use server::{serve, shutdown_signal, Exit};

@@ -220,7 +220,7 @@ impl Metrics {
         let mut out = String::with_capacity(8 * 1024);
         let o = &mut out;
 
-        header(o, "enygma_ready", "gauge", "1 once every k's keys are loaded, else 0.");
+        header(o, "enygma_ready", "gauge", "1 once the keys of every statement and k are loaded, else 0.");
         let _ = writeln!(o, "enygma_ready {}", ready as u8);
         header(o, "enygma_draining", "gauge", "1 after SIGTERM/SIGINT, while in-flight and queued requests finish.");
         let _ = writeln!(o, "enygma_draining {}", draining as u8);

@@ -1,19 +1,19 @@
 //! The real prover behind the [`ProofBackend`] seam: a thin adapter over
-//! `enygma_prover::TransferProver`.
+//! `enygma_prover::Prover` (transfer, deposit and withdraw).
 
 use std::path::Path;
 
-use enygma_prover::{PreparedTransfer, ProofResponse, ProveError, TransferProver};
+use enygma_prover::{Kind, Prepared, ProofResponse, ProveError, Prover};
 
 use crate::backend::{BackendError, ProofBackend, ProofOutput};
 
-/// `TransferProver` as a [`ProofBackend`].
-pub struct RealBackend(TransferProver);
+/// `Prover` as a [`ProofBackend`].
+pub struct RealBackend(Prover);
 
 impl RealBackend {
-    /// Loads (or creates, as development keys) the keys of every k. Slow: seconds.
+    /// Loads (or creates, as development keys) the keys of every statement and k. Slow: seconds.
     pub fn load(keys_dir: &Path) -> Result<Self, String> {
-        TransferProver::load_or_create(keys_dir)
+        Prover::load_or_create(keys_dir)
             .map(RealBackend)
             .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))
     }
@@ -31,30 +31,31 @@ fn map_err(e: ProveError) -> BackendError {
 }
 
 impl ProofBackend for RealBackend {
-    type Prepared = PreparedTransfer;
+    type Prepared = Prepared;
 
-    fn prepare(&self, k: usize, body: &[u8]) -> Result<PreparedTransfer, BackendError> {
-        self.0.prepare(k, body).map_err(map_err)
+    fn prepare(&self, kind: Kind, k: usize, body: &[u8]) -> Result<Prepared, BackendError> {
+        self.0.prepare(kind, k, body).map_err(map_err)
     }
 
-    fn prove(&self, prepared: &PreparedTransfer) -> Result<ProofOutput, BackendError> {
+    fn prove(&self, prepared: &Prepared) -> Result<ProofOutput, BackendError> {
         let (response, timings) = self.0.prove(prepared).map_err(map_err)?;
         let json = serde_json::to_vec(&response)
             .map_err(|_| BackendError::Internal("cannot serialise the proof".into()))?;
         Ok(ProofOutput { json, witness: timings.witness, prove: timings.prove })
     }
 
-    fn verify(&self, k: usize, proof_json: &[u8]) -> Result<bool, BackendError> {
+    fn verify(&self, kind: Kind, k: usize, proof_json: &[u8]) -> Result<bool, BackendError> {
         // serde's messages can quote input; report only where the JSON went wrong.
         let response: ProofResponse = serde_json::from_slice(proof_json).map_err(|e| {
             BackendError::BadRequest(format!(
-                "invalid proof JSON ({:?} error at line {} column {}): expected the 200 body of /generateProofTransfer-{k}",
+                "invalid proof JSON ({:?} error at line {} column {}): expected the 200 body of /generateProof{}-{k}",
                 e.classify(),
                 e.line(),
-                e.column()
+                e.column(),
+                crate::app::route_stem(kind),
             ))
         })?;
-        self.0.verify(k, &response).map_err(map_err)
+        self.0.verify(kind, k, &response).map_err(map_err)
     }
 }
 
@@ -73,7 +74,7 @@ mod tests {
     }
 
     fn prepare(k: usize, body: &[u8]) -> Result<(), BackendError> {
-        enygma_prover::prepare(k, body).map(|_| ()).map_err(map_err)
+        enygma_prover::prepare(Kind::Transfer, k, body).map(|_| ()).map_err(map_err)
     }
 
     fn with(body: &[u8], field: &str, value: &str) -> Vec<u8> {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::backend::{BackendError, ProofBackend, ProofOutput};
+use crate::backend::{BackendError, Kind, ProofBackend, ProofOutput};
 use crate::config::AdmissionConfig;
 use crate::{serve, AppState, Exit};
 
@@ -29,6 +29,9 @@ const T: Duration = Duration::from_secs(20);
 #[derive(Deserialize, Clone, Debug)]
 struct FakeReq {
     tag: String,
+    /// The statement of the route that prepared it (set by `prepare`, not by the client).
+    #[serde(skip, default = "transfer")]
+    kind: Kind,
     #[serde(default)]
     ms: u64,
     /// Busy-spin instead of sleeping (to load the CPU).
@@ -42,10 +45,18 @@ struct FakeReq {
     secret_key: Option<String>,
 }
 
+fn transfer() -> Kind {
+    Kind::Transfer
+}
+
 #[derive(Default)]
 struct FakeLog {
     /// (tag, start, end, thread name) of every proof.
     proofs: Mutex<Vec<(String, Instant, Instant, String)>>,
+    /// (tag, statement) of every proof, in order.
+    kinds: Mutex<Vec<(String, Kind)>>,
+    /// (statement, k) of every verification.
+    verified: Mutex<Vec<(Kind, usize)>>,
     prepared: AtomicUsize,
 }
 
@@ -54,14 +65,17 @@ struct Fake(Arc<FakeLog>);
 impl ProofBackend for Fake {
     type Prepared = FakeReq;
 
-    fn prepare(&self, _k: usize, body: &[u8]) -> Result<FakeReq, BackendError> {
+    fn prepare(&self, kind: Kind, _k: usize, body: &[u8]) -> Result<FakeReq, BackendError> {
         self.0.prepared.fetch_add(1, Ordering::SeqCst);
-        let req: FakeReq =
+        let mut req: FakeReq =
             serde_json::from_slice(body).map_err(|_| BackendError::BadRequest("invalid JSON body".into()))?;
         match req.fail.as_deref() {
             Some("bad") => Err(BackendError::BadRequest("secret_key: not a decimal number".into())),
             Some("check") => Err(BackendError::CheckFailed("check 12 (nullifier) failed".into())),
-            _ => Ok(req),
+            _ => {
+                req.kind = kind;
+                Ok(req)
+            }
         }
     }
 
@@ -78,6 +92,7 @@ impl ProofBackend for Fake {
         let end = Instant::now();
         let thread = std::thread::current().name().unwrap_or("").to_owned();
         self.0.proofs.lock().unwrap().push((req.tag.clone(), start, end, thread));
+        self.0.kinds.lock().unwrap().push((req.tag.clone(), req.kind));
         match req.fail.as_deref() {
             Some("internal") => Err(BackendError::Internal("prover failed: constraint system unsatisfied".into())),
             Some("panic") => panic!("fake prover panic"),
@@ -89,7 +104,8 @@ impl ProofBackend for Fake {
         }
     }
 
-    fn verify(&self, _k: usize, body: &[u8]) -> Result<bool, BackendError> {
+    fn verify(&self, kind: Kind, k: usize, body: &[u8]) -> Result<bool, BackendError> {
+        self.0.verified.lock().unwrap().push((kind, k));
         let v: serde_json::Value =
             serde_json::from_slice(body).map_err(|_| BackendError::BadRequest("invalid proof JSON".into()))?;
         Ok(v["tag"] == "good")
@@ -550,5 +566,121 @@ async fn verify_has_its_own_limit_and_skips_the_proving_queue() {
     let bad_k = post(addr, "/verifyProofTransfer-9", br#"{"tag":"good"}"#, T).await.unwrap();
     assert_eq!((bad_k.status, bad_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
     assert_eq!(busy.await.unwrap().status, 200);
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
+    let s = start(cfg(Some(1), 4, 5_000)).await;
+    let a = s.addr;
+    for (path, tag) in [
+        ("/generateProofTransfer-2", "t"),
+        ("/generateProofDeposit-3", "d"),
+        ("/generateProofWithdraw-4", "w"),
+    ] {
+        let r = post(a, path, &body(tag, 10), T).await.unwrap();
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert_eq!(r.json()["tag"], tag);
+        // Every proving route carries the full Server-Timing.
+        let names: Vec<String> = server_timing(r.header("server-timing").expect("Server-Timing"))
+            .into_iter()
+            .map(|p| p.0)
+            .collect();
+        assert_eq!(names, ["queue", "witness", "prove", "total"], "{path}");
+        assert_no_secret(&r);
+    }
+    assert_eq!(
+        *s.log.kinds.lock().unwrap(),
+        vec![("t".to_string(), Kind::Transfer), ("d".to_string(), Kind::Deposit), ("w".to_string(), Kind::Withdraw)]
+    );
+    for path in ["/verifyProofTransfer-2", "/verifyProofDeposit-5", "/verifyProofWithdraw-6"] {
+        let r = post(a, path, br#"{"tag":"good"}"#, T).await.unwrap();
+        assert_eq!((r.status, r.json()), (200, serde_json::json!({"valid": true})), "{path}");
+        assert!(r.header("server-timing").is_none(), "{path}");
+    }
+    assert_eq!(
+        *s.log.verified.lock().unwrap(),
+        vec![(Kind::Transfer, 2), (Kind::Deposit, 5), (Kind::Withdraw, 6)]
+    );
+
+    // The reference's k messages and the statuses hold on the new routes too.
+    let bad_k = post(a, "/generateProofDeposit-7", &body("x", 0), T).await.unwrap();
+    assert_eq!((bad_k.status, bad_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
+    let nan_k = post(a, "/verifyProofWithdraw-x", &body("x", 0), T).await.unwrap();
+    assert_eq!((nan_k.status, nan_k.error().as_str()), (400, "Invalid k parameter: must be a number"));
+    let check = post(a, "/generateProofWithdraw-2", &body_with("c", 0, serde_json::json!({"fail": "check"})), T)
+        .await
+        .unwrap();
+    assert_eq!(check.status, 422);
+    assert!(check.header("server-timing").unwrap().starts_with("total;dur="));
+    // Unknown statements are not routes.
+    assert_eq!(post(a, "/generateProofJoinsplit-2", &body("x", 0), T).await.unwrap().status, 404);
+    assert_eq!(post(a, "/generateProofdeposit-2", &body("x", 0), T).await.unwrap().status, 404);
+
+    let m = s.metrics().await;
+    assert!(!m.contains(SECRET));
+    for (route, k, status, n) in [
+        ("/generateProofTransfer-{k}", "2", "200", 1.0),
+        ("/generateProofDeposit-{k}", "3", "200", 1.0),
+        ("/generateProofWithdraw-{k}", "4", "200", 1.0),
+        ("/generateProofWithdraw-{k}", "2", "422", 1.0),
+        ("/generateProofDeposit-{k}", "none", "400", 1.0),
+        ("/verifyProofDeposit-{k}", "5", "200", 1.0),
+        ("/verifyProofWithdraw-{k}", "6", "200", 1.0),
+        ("/verifyProofWithdraw-{k}", "none", "400", 1.0),
+        ("other", "none", "404", 2.0),
+    ] {
+        let series = format!("enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}}");
+        assert_eq!(metric(&m, &series), Some(n), "{series}");
+    }
+    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(3.0)); // the 422 never reached the prover
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_statements_share_one_proving_cap_and_queue() {
+    // One slot and one queue place for the three statements together.
+    let s = start(cfg(Some(1), 1, 10_000)).await;
+    let addr = s.addr;
+    let running = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("t-run", 500), T).await.unwrap() });
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
+        assert!(Instant::now() < deadline, "slot never taken");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let queued = tokio::spawn(async move { post(addr, "/generateProofWithdraw-2", &body("w-queued", 0), T).await.unwrap() });
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
+        assert!(Instant::now() < deadline, "withdraw never queued");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The slot and the queue are full: a deposit (and another transfer) is shed at once.
+    let prepared_before = s.log.prepared.load(Ordering::SeqCst);
+    let t0 = Instant::now();
+    let shed = post(addr, "/generateProofDeposit-2", &body("d-shed", 0), T).await.unwrap();
+    assert!(t0.elapsed() < Duration::from_millis(300), "{:?}", t0.elapsed());
+    assert_eq!(shed.status, 503, "{}", shed.body);
+    assert!(shed.header("retry-after").is_some());
+    assert!(shed.error().contains("busy"));
+    assert_eq!(post(addr, "/generateProofTransfer-3", &body("t-shed", 0), T).await.unwrap().status, 503);
+    // Shed early: the checks of the shed requests never ran.
+    assert_eq!(s.log.prepared.load(Ordering::SeqCst), prepared_before);
+    // Verification of any statement skips the proving queue.
+    let v = post(addr, "/verifyProofDeposit-2", br#"{"tag":"good"}"#, T).await.unwrap();
+    assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": true})));
+
+    assert_eq!(running.await.unwrap().status, 200);
+    assert_eq!(queued.await.unwrap().status, 200);
+    let proofs = s.log.proofs.lock().unwrap().clone();
+    let tags: Vec<&str> = proofs.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(tags, ["t-run", "w-queued"]);
+    assert!(proofs[1].1 >= proofs[0].2, "a withdraw overlapped a transfer");
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_shed_total{queue=\"prove\"}"), Some(2.0));
+    assert_eq!(
+        metric(&m, "enygma_http_requests_total{route=\"/generateProofDeposit-{k}\",k=\"2\",status=\"503\"}"),
+        Some(1.0)
+    );
     assert_eq!(s.stop().await, Exit::Clean);
 }

@@ -458,3 +458,137 @@ async fn healthcheck_is_fast_under_full_load_and_sigterm_drains() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(server.logs().iter().any(|l| l.contains("drained")), "{:?}", server.logs());
 }
+
+/// A valid generated request of `kind` for k (the circuit crate's own generator).
+fn generated(kind: enygma_prover::Kind, k: usize, seed: u64) -> Vec<u8> {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let inputs = enygma_circuit::payment::PaymentInputs::generate(kind, k, 0, 40, 1_000, &mut rng);
+    serde_json::to_vec(&enygma_prover::request::to_request_json(&inputs)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
+    use enygma_prover::Kind;
+    let _serial = serial();
+    let deposit = generated(Kind::Deposit, 2, 7);
+    let withdraw = generated(Kind::Withdraw, 2, 8);
+    let stale_deposit = sample("deposit-k6.json");
+    let dep: serde_json::Value = serde_json::from_slice(&deposit).unwrap();
+    let wd: serde_json::Value = serde_json::from_slice(&withdraw).unwrap();
+    // Every secret of the two requests: the secret keys and the withdrawn deposits' keys.
+    let mut secret_values = vec![secret_of(&deposit), secret_of(&withdraw), secret_of(&stale_deposit)];
+    for sk in wd["sk_deposits"].as_array().expect("sk_deposits") {
+        let sk = sk.as_str().unwrap();
+        if sk.len() > 10 {
+            secret_values.push(sk.to_owned());
+        }
+    }
+    let secrets: Vec<&str> = secret_values.iter().map(String::as_str).collect();
+    let server = Server::start(&["--max-inflight", "1"]).await;
+    let mut responses = Vec::new();
+
+    for (name, body, n_public) in [
+        ("Deposit", &deposit, Kind::Deposit.num_public_inputs(2)),
+        ("Withdraw", &withdraw, Kind::Withdraw.num_public_inputs(2)),
+    ] {
+        let r = post(server.addr, &format!("/generateProof{name}-2"), body, PROVE_TIMEOUT).await.unwrap();
+        assert_eq!(r.status, 200, "{name}: {}", r.body);
+        let proof = r.json();
+        assert_eq!(proof["public_signal"].as_array().unwrap().len(), n_public, "{name}");
+        let st = server_timing(r.header("server-timing").expect("Server-Timing"));
+        let names: Vec<&str> = st.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(names, ["queue", "witness", "prove", "total"], "{name}");
+        // It verifies on its own statement's route...
+        let v = post(server.addr, &format!("/verifyProof{name}-2"), r.body.as_bytes(), PROVE_TIMEOUT).await.unwrap();
+        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": true})), "{name}");
+        // ... not as a transfer of the same k (its public signal has a different length)...
+        let v = post(server.addr, "/verifyProofTransfer-2", r.body.as_bytes(), PROVE_TIMEOUT).await.unwrap();
+        assert_eq!(v.status, 400, "{name} proof on the transfer route: {}", v.body);
+        assert!(v.error().contains("public_signal"), "{name} proof on the transfer route: {}", v.body);
+        responses.push(v);
+        // A body that is not a proof at all: the message names this statement's prove route.
+        let v = post(server.addr, &format!("/verifyProof{name}-2"), b"[", PROVE_TIMEOUT).await.unwrap();
+        assert_eq!(v.status, 400, "{}", v.body);
+        assert!(v.error().contains(&format!("/generateProof{name}-2")), "{}", v.body);
+        // ... and not with a different public input.
+        let mut forged = proof.clone();
+        forged["public_signal"][0] = serde_json::json!("1");
+        let v = post(server.addr, &format!("/verifyProof{name}-2"), forged.to_string().as_bytes(), PROVE_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": false})), "{name}");
+        responses.push(r);
+    }
+    assert!(dep["hash"].is_string() && dep["saltOut"].is_string(), "generated deposit lacks its DvP fields");
+
+    // A deposit whose DvP hash does not match: 422 naming check 15.
+    let r = post(
+        server.addr,
+        "/generateProofDeposit-2",
+        &with_field(&deposit, |m| {
+            m.insert("hash".into(), "12345".into());
+        }),
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.error().contains("check 15"), "{}", r.body);
+    responses.push(r);
+    // A withdraw without its salts: 400 naming the field.
+    let r = post(
+        server.addr,
+        "/generateProofWithdraw-2",
+        &with_field(&withdraw, |m| {
+            m.remove("saltsIn");
+        }),
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.error().contains("saltsIn"), "{}", r.body);
+    responses.push(r);
+    // The reference's stale deposit sample (old field names, no saltOut): 400.
+    let r = post(server.addr, "/generateProofDeposit-6", &stale_deposit, PROVE_TIMEOUT).await.unwrap();
+    assert_eq!(r.status, 400, "{}", r.body);
+    responses.push(r);
+    // A deposit body on the withdraw route is a bad request, not a proof.
+    let r = post(server.addr, "/generateProofWithdraw-2", &deposit, PROVE_TIMEOUT).await.unwrap();
+    assert_eq!(r.status, 400, "{}", r.body);
+    responses.push(r);
+
+    for r in &responses {
+        assert_no_secret(r, &secrets);
+    }
+    let m = server.metrics().await;
+    assert_no_secret_in("the metrics", &m, &secrets);
+    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(2.0), "invalid requests were proved");
+    assert_eq!(
+        metric(&m, "enygma_http_requests_total{route=\"/generateProofDeposit-{k}\",k=\"2\",status=\"200\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&m, "enygma_http_requests_total{route=\"/verifyProofWithdraw-{k}\",k=\"2\",status=\"200\"}"),
+        Some(2.0)
+    );
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let logs = server.stop();
+    for line in &logs {
+        assert_no_secret_in("a log line", line, &secrets);
+    }
+    let lines = access_lines(&logs);
+    for (route, statement) in [("/generateProofDeposit-{k}", "deposit"), ("/generateProofWithdraw-{k}", "withdraw")] {
+        let ok = lines
+            .iter()
+            .find(|l| l["route"] == route && l["status"] == 200)
+            .unwrap_or_else(|| panic!("no access line for a 200 on {route}"));
+        assert_eq!(ok["statement"], statement, "{ok}");
+        assert_eq!(ok["k"], 2, "{ok}");
+        for field in ["request_id", "queue_ms", "witness_ms", "prove_ms", "total_ms"] {
+            assert!(!ok[field].is_null(), "access line lacks {field}: {ok}");
+        }
+    }
+}

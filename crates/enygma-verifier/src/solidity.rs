@@ -22,9 +22,12 @@ use crate::decimal::to_decimal;
 use crate::points::{g1_xy, g2_xy};
 use crate::{Error, BASE_FIELD_MODULUS, SCALAR_FIELD_MODULUS};
 
-/// The contract name [`solidity_verifier`] is usually given for transfer circuit k.
-pub fn transfer_contract_name(k: usize) -> String {
-    format!("EnygmaTransferVerifierK{k}")
+/// The contract name [`solidity_verifier`] is usually given for a statement's circuit
+/// (`transfer`, `deposit`, `withdraw`) of size k: `EnygmaTransferVerifierK6`.
+pub fn contract_name(statement: &str, k: usize) -> String {
+    let mut chars = statement.chars();
+    let title: String = chars.next().map(|c| c.to_ascii_uppercase()).into_iter().chain(chars).collect();
+    format!("Enygma{title}VerifierK{k}")
 }
 
 /// Words that cannot name a contract (Solidity keywords and reserved words that fit the
@@ -317,6 +320,7 @@ mod tests {
         ] {
             assert!(check_contract_name(bad).is_err(), "{bad}");
         }
-        assert_eq!(transfer_contract_name(6), "EnygmaTransferVerifierK6");
+        assert_eq!(contract_name("transfer", 6), "EnygmaTransferVerifierK6");
+        assert_eq!(contract_name("withdraw", 2), "EnygmaWithdrawVerifierK2");
     }
 }

@@ -1,0 +1,643 @@
+//! The three payment statements of the reference, which share the anonymity-set machinery:
+//! a private **transfer** inside an anonymity set of k members, a **deposit** of part of the
+//! sender's private balance into the DvP contract, and a **withdraw** of DvP deposits back into
+//! it (see `shared/reference/README.md` and the reference's `enygma-{transfer,deposit,withdraw}`
+//! circuits at 67c4c26).
+//!
+//! The sender s is the member with `anonymity_set[s] = sender_id`; v is `sender_tx_value`, B the
+//! previous balance, R the previous random value, L the order of Baby Jubjub's prime subgroup and
+//! "mod L" the remainder of a field element's canonical integer. Checks 1–14 are the transfer's;
+//! deposit and withdraw change some and add check 15:
+//!
+//! 1. `sender_id` occurs exactly once in the anonymity set.
+//! 2. Transfer and deposit: `tx_values[s] = (L − v) mod L`, the sender pays v.
+//!    Withdraw: `tx_values[s] = v`, the sender receives v.
+//! 3. Every previous commitment and transaction commitment is on the curve.
+//! 4. `shared_secrets[s] = Poseidon(R, secret_key) mod L`.
+//! 5. `hashed_shared_secrets[i] = Poseidon(shared_secrets[i], shared_secrets[i]) mod L`.
+//! 6. `public_keys[s] = Poseidon(secret_key, secret_key) mod L`.
+//! 7. `previous_commits[s] = Pedersen(B, R)`.
+//! 8. `message_tags[i] = Poseidon(Poseidon(12), shared_secrets[i], block_number) mod L`.
+//! 9. Value conservation. Transfer: `Σ tx_values ≡ 0` and `Σ tx_random_values ≡ 0 (mod L)`.
+//!    Deposit and withdraw: the tx commitments sum to `tx_values[s]·G`, i.e. the other members'
+//!    values sum to 0 and `Σ tx_random_values ≡ 0 (mod L)`, over the integers. (The reference
+//!    compares Pedersen commitments of the *field* sums, which receivers' values summing to r
+//!    would fool; the transfer has check 10 for that, these statements have nothing else.)
+//! 10. Transfer only: the sum of all transaction commitments is the identity.
+//! 11. B and v are below 2²⁵², and for transfer and deposit B ≥ v. (The reference's withdraw
+//!     bounds only v; B's bound costs honest requests nothing, since a balance is a residue
+//!     mod L < 2²⁵², and gives check 7 the same 252-bit scalar in every statement.)
+//! 12. `nullifier = Poseidon(hashed_shared_secrets[s], block_number)`.
+//! 13. `tx_commits[i] = Pedersen(tx_values[i], tx_random_values[i])`, every tx value below 2²⁵².
+//! 14. With `hᵢ = Poseidon(Poseidon(21), shared_secrets[i], block_number) mod L`: a receiver's
+//!     `tx_random_values[i] = L − hᵢ`, the sender's is `(Σ_{i≠s} hᵢ) mod L`.
+//! 15. Deposit: `hash = DvpHash(pk, saltOut, v, address)`, with
+//!     `DvpHash(key, salt, value, address) = Poseidon(Poseidon(Poseidon(key, salt), value), address)`.
+//!     Withdraw: for each of the 10 slots j with `v_per_deposit[j] ≠ 0`,
+//!     `hashes[j] = DvpHash(Poseidon(sk_deposits[j], sk_deposits[j]) mod L, saltsIn[j],
+//!     v_per_deposit[j], address)`; slots with a zero value are not checked.
+//!
+//! Public inputs, in this order: hashed_shared_secrets[k], public_keys[k], previous_commits[k] as
+//! x0, y0, x1, y1, …, tx_commits[k] likewise, nullifier, block_number, anonymity_set[k],
+//! message_tags[k] (8k + 2, the transfer's), then the deposit's `hash` (8k + 3) or the withdraw's
+//! `hashes[10]` (8k + 12). Everything else is private.
+//!
+//! Like the reference, a withdraw does not tie v to the deposits it claims (`Σ v_per_deposit`
+//! is not compared with v): that is the protocol's rule, kept so the same requests prove.
+
+pub mod constraints;
+
+use std::fmt;
+
+use ark_ec::{AffineRepr, CurveGroup};
+use ark_ff::{AdditiveGroup, BigInteger, PrimeField, UniformRand};
+use ark_std::rand::Rng;
+
+use crate::{
+    babyjubjub::{self, Point},
+    dvp::{self, WITHDRAW_SLOTS},
+    modl::{self, l_fr},
+    poseidon, Fr,
+};
+
+/// Bound on balances and amounts (checks 7 and 11) and on every tx value (check 13).
+pub const VALUE_BITS: usize = 252;
+/// Random factors are at most L, so they fit in L's 251 bits.
+pub const RANDOM_FACTOR_BITS: usize = modl::L_BITS;
+
+/// Which of the reference's statements: each has its own keys and route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Transfer,
+    Deposit,
+    Withdraw,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Transfer, Kind::Deposit, Kind::Withdraw];
+
+    /// Lower-case name, as in key file names, metric labels and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Transfer => "transfer",
+            Kind::Deposit => "deposit",
+            Kind::Withdraw => "withdraw",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// Number of public inputs for an anonymity set of k members.
+    pub const fn num_public_inputs(self, k: usize) -> usize {
+        8 * k
+            + 2
+            + match self {
+                Kind::Transfer => 0,
+                Kind::Deposit => 1,
+                Kind::Withdraw => WITHDRAW_SLOTS,
+            }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a deposit adds: the public DvP commitment `hash` and its private preimage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deposit {
+    pub hash: Fr,
+    /// The DvP owner key, used as given (`pk` in the request).
+    pub pk: Fr,
+    pub address: Fr,
+    pub salt_out: Fr,
+}
+
+/// What a withdraw adds: 10 DvP commitment slots (public `hashes`), their preimages, and the
+/// address they were made for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Withdraw {
+    pub hashes: Vec<Fr>,
+    pub sk_deposits: Vec<Fr>,
+    pub v_per_deposit: Vec<Fr>,
+    pub address: Fr,
+    pub salts_in: Vec<Fr>,
+}
+
+/// The statement-specific part of the inputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dvp {
+    /// A transfer touches no DvP commitment.
+    None,
+    Deposit(Deposit),
+    Withdraw(Withdraw),
+}
+
+/// Every value of one payment statement, public and private, as field elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaymentInputs {
+    pub sender_id: Fr,
+    pub anonymity_set: Vec<Fr>,
+    pub secret_key: Fr,
+    pub shared_secrets: Vec<Fr>,
+    pub hashed_shared_secrets: Vec<Fr>,
+    pub public_keys: Vec<Fr>,
+    pub previous_sender_balance: Fr,
+    pub previous_sender_random_value: Fr,
+    pub previous_commits: Vec<(Fr, Fr)>,
+    pub tx_commits: Vec<(Fr, Fr)>,
+    pub tx_values: Vec<Fr>,
+    pub tx_random_values: Vec<Fr>,
+    pub sender_tx_value: Fr,
+    pub nullifier: Fr,
+    pub block_number: Fr,
+    pub message_tags: Vec<Fr>,
+    pub dvp: Dvp,
+}
+
+/// A check of the statement that the inputs do not satisfy. Its message names the check and,
+/// where it helps, the public field or index concerned; never a secret value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckFailure {
+    pub check: u8,
+    pub name: &'static str,
+    pub detail: Option<String>,
+}
+
+impl fmt::Display for CheckFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "check {} ({}) failed", self.check, self.name)?;
+        if let Some(detail) = &self.detail {
+            write!(f, ": {detail}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CheckFailure {}
+
+/// Names of the checks, indexed by number − 1.
+pub const CHECK_NAMES: [&str; 15] = [
+    "sender in anonymity set",
+    "sender tx value",
+    "points on curve",
+    "shared secret",
+    "hashed shared secrets",
+    "public key",
+    "previous commitment",
+    "message tags",
+    "value conservation",
+    "sum of tx commitments",
+    "balance range",
+    "nullifier",
+    "tx commitments",
+    "random factors",
+    "dvp hash",
+];
+
+fn fail(check: u8, detail: Option<String>) -> CheckFailure {
+    CheckFailure { check, name: CHECK_NAMES[check as usize - 1], detail }
+}
+
+fn ensure(ok: bool, check: u8) -> Result<(), CheckFailure> {
+    if ok {
+        Ok(())
+    } else {
+        Err(fail(check, None))
+    }
+}
+
+/// The first index (if any) of a slice of which `bad` holds, for a message naming it.
+fn first_bad<T>(items: &[T], bad: impl Fn(usize, &T) -> bool) -> Option<usize> {
+    items.iter().enumerate().position(|(i, x)| bad(i, x))
+}
+
+fn ensure_all<T>(items: &[T], check: u8, field: &str, ok: impl Fn(usize, &T) -> bool) -> Result<(), CheckFailure> {
+    match first_bad(items, |i, x| !ok(i, x)) {
+        None => Ok(()),
+        Some(i) => Err(fail(check, Some(format!("{field}[{i}]")))),
+    }
+}
+
+/// `true` when `x`'s canonical integer is below `2^bits`.
+pub fn fits_bits(x: &Fr, bits: usize) -> bool {
+    x.into_bigint().num_bits() as usize <= bits
+}
+
+/// `Poseidon(Poseidon(21), shared_secret, block_number) mod L` (check 14's hᵢ).
+pub fn random_factor_hash(shared_secret: &Fr, block_number: &Fr) -> Fr {
+    modl::reduce(&poseidon::hash(&[poseidon::random_factor_domain(), *shared_secret, *block_number]))
+}
+
+/// `Poseidon(Poseidon(12), shared_secret, block_number) mod L` (check 8).
+pub fn message_tag(shared_secret: &Fr, block_number: &Fr) -> Fr {
+    modl::reduce(&poseidon::hash(&[poseidon::message_tag_domain(), *shared_secret, *block_number]))
+}
+
+/// `Poseidon(s, s) mod L` (check 5).
+pub fn hashed_shared_secret(shared_secret: &Fr) -> Fr {
+    modl::reduce(&poseidon::hash(&[*shared_secret, *shared_secret]))
+}
+
+/// `Poseidon(sk, sk) mod L` (check 6, and the owner key of a withdrawn deposit in check 15).
+pub fn public_key(secret_key: &Fr) -> Fr {
+    modl::reduce(&poseidon::hash(&[*secret_key, *secret_key]))
+}
+
+/// Random factors of check 14, given the sender's index.
+pub fn random_factors(shared_secrets: &[Fr], block_number: &Fr, sender: usize) -> Vec<Fr> {
+    let hashes: Vec<Fr> = shared_secrets.iter().map(|s| random_factor_hash(s, block_number)).collect();
+    let receivers_sum: Fr = hashes.iter().enumerate().filter(|(i, _)| *i != sender).map(|(_, h)| *h).sum();
+    hashes
+        .iter()
+        .enumerate()
+        .map(|(i, h)| if i == sender { modl::reduce(&receivers_sum) } else { l_fr() - h })
+        .collect()
+}
+
+/// `tx_values[s]` as check 2 wants it.
+pub fn sender_tx_value(kind: Kind, amount: &Fr) -> Fr {
+    match kind {
+        Kind::Transfer | Kind::Deposit => modl::reduce(&(l_fr() - amount)),
+        Kind::Withdraw => *amount,
+    }
+}
+
+fn point((x, y): &(Fr, Fr)) -> Point {
+    Point::new_unchecked(*x, *y)
+}
+
+impl PaymentInputs {
+    /// The anonymity-set size.
+    pub fn k(&self) -> usize {
+        self.anonymity_set.len()
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self.dvp {
+            Dvp::None => Kind::Transfer,
+            Dvp::Deposit(_) => Kind::Deposit,
+            Dvp::Withdraw(_) => Kind::Withdraw,
+        }
+    }
+
+    /// The public inputs in the circuit's (and `public_signal`'s) order.
+    pub fn public_inputs(&self) -> Vec<Fr> {
+        let coords = |pts: &[(Fr, Fr)]| pts.iter().flat_map(|(x, y)| [*x, *y]).collect::<Vec<_>>();
+        let mut out = Vec::with_capacity(self.kind().num_public_inputs(self.k()));
+        out.extend(&self.hashed_shared_secrets);
+        out.extend(&self.public_keys);
+        out.extend(coords(&self.previous_commits));
+        out.extend(coords(&self.tx_commits));
+        out.push(self.nullifier);
+        out.push(self.block_number);
+        out.extend(&self.anonymity_set);
+        out.extend(&self.message_tags);
+        match &self.dvp {
+            Dvp::None => {}
+            Dvp::Deposit(d) => out.push(d.hash),
+            Dvp::Withdraw(w) => out.extend(&w.hashes),
+        }
+        out
+    }
+
+    /// Evaluates every check of the statement natively, in order, and returns the sender's
+    /// index. Proving inputs that fail here would only fail later, after far more work.
+    pub fn check(&self) -> Result<usize, CheckFailure> {
+        let k = self.k();
+        let kind = self.kind();
+        let lengths = [
+            self.shared_secrets.len(),
+            self.hashed_shared_secrets.len(),
+            self.public_keys.len(),
+            self.previous_commits.len(),
+            self.tx_commits.len(),
+            self.tx_values.len(),
+            self.tx_random_values.len(),
+            self.message_tags.len(),
+        ];
+        assert!(lengths.iter().all(|&n| n == k), "the request model guarantees k-long arrays");
+        if let Dvp::Withdraw(w) = &self.dvp {
+            let slots = [w.hashes.len(), w.sk_deposits.len(), w.v_per_deposit.len(), w.salts_in.len()];
+            assert!(slots.iter().all(|&n| n == WITHDRAW_SLOTS), "the request model guarantees 10 slots");
+        }
+
+        // 1
+        let matches: Vec<usize> = (0..k).filter(|&i| self.anonymity_set[i] == self.sender_id).collect();
+        let s = match matches.as_slice() {
+            [s] => *s,
+            [] => return Err(fail(1, Some("sender_id is not in anonymity_set".into()))),
+            _ => return Err(fail(1, Some("sender_id occurs more than once in anonymity_set".into()))),
+        };
+        let (v, b, r) = (self.sender_tx_value, self.previous_sender_balance, self.previous_sender_random_value);
+        // 2
+        ensure(self.tx_values[s] == sender_tx_value(kind, &v), 2)?;
+        // 3
+        ensure_all(&self.previous_commits, 3, "previous_commits", |_, p| babyjubjub::is_on_curve(p.0, p.1))?;
+        ensure_all(&self.tx_commits, 3, "tx_commits", |_, p| babyjubjub::is_on_curve(p.0, p.1))?;
+        // 4
+        ensure(self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, self.secret_key])), 4)?;
+        // 5
+        ensure_all(&self.hashed_shared_secrets, 5, "hashed_shared_secrets", |i, h| {
+            *h == hashed_shared_secret(&self.shared_secrets[i])
+        })?;
+        // 6
+        ensure(self.public_keys[s] == public_key(&self.secret_key), 6)?;
+        // 7
+        ensure(point(&self.previous_commits[s]) == babyjubjub::pedersen(&b, &r), 7)?;
+        // 8
+        ensure_all(&self.message_tags, 8, "message_tags", |i, t| {
+            *t == message_tag(&self.shared_secrets[i], &self.block_number)
+        })?;
+        // 9
+        let random_sum: Fr = self.tx_random_values.iter().sum();
+        let values_conserved = match kind {
+            Kind::Transfer => modl::is_multiple_of_l(&self.tx_values.iter().sum()),
+            // Integers, not field elements: see check 9 in the module documentation.
+            Kind::Deposit | Kind::Withdraw => {
+                let others: num_bigint::BigUint =
+                    (0..k).filter(|&i| i != s).map(|i| modl::to_biguint(&self.tx_values[i])).sum();
+                others % modl::l_biguint() == num_bigint::BigUint::ZERO
+            }
+        };
+        ensure(values_conserved && modl::is_multiple_of_l(&random_sum), 9)?;
+        // 10
+        if kind == Kind::Transfer {
+            let commit_sum =
+                self.tx_commits.iter().map(point).fold(babyjubjub::PointProjective::default(), |acc, p| acc + p);
+            ensure(commit_sum.into_affine().is_zero(), 10)?;
+        }
+        // 11
+        let covered = kind == Kind::Withdraw || b.into_bigint() >= v.into_bigint();
+        ensure(fits_bits(&b, VALUE_BITS) && fits_bits(&v, VALUE_BITS) && covered, 11)?;
+        // 12
+        ensure(self.nullifier == poseidon::hash(&[self.hashed_shared_secrets[s], self.block_number]), 12)?;
+        // 13
+        if let Some(i) = first_bad(&self.tx_values, |_, tv| !fits_bits(tv, VALUE_BITS)) {
+            return Err(fail(13, Some(format!("tx_values[{i}] must be below 2^252"))));
+        }
+        ensure_all(&self.tx_commits, 13, "tx_commits", |i, c| {
+            point(c) == babyjubjub::pedersen(&self.tx_values[i], &self.tx_random_values[i])
+        })?;
+        // 14
+        let expected = random_factors(&self.shared_secrets, &self.block_number, s);
+        ensure_all(&self.tx_random_values, 14, "tx_random_values", |i, t| *t == expected[i])?;
+        // 15
+        match &self.dvp {
+            Dvp::None => {}
+            Dvp::Deposit(d) => ensure(d.hash == dvp::commitment_hash(&d.pk, &d.salt_out, &v, &d.address), 15)?,
+            Dvp::Withdraw(w) => ensure_all(&w.hashes, 15, "hashes", |j, h| {
+                w.v_per_deposit[j] == Fr::ZERO
+                    || *h == dvp::commitment_hash(&public_key(&w.sk_deposits[j]), &w.salts_in[j], &w.v_per_deposit[j], &w.address)
+            })?,
+        }
+        Ok(s)
+    }
+
+    /// Valid inputs of `kind` for member `sender` (balance `balance`) moving `amount`, with every
+    /// other value drawn from `rng`: the request pools of tests and load tests. A transfer pays
+    /// the next member; a deposit puts `amount` into one DvP commitment; a withdraw claims it
+    /// from two (or fewer, for small amounts), leaving the other slots zero.
+    pub fn generate<R: Rng>(kind: Kind, k: usize, sender: usize, amount: u64, balance: u64, rng: &mut R) -> Self {
+        assert!(crate::SUPPORTED_K.contains(&k) && sender < k && (kind == Kind::Withdraw || amount <= balance));
+        let below_l = |rng: &mut R| modl::reduce(&Fr::rand(rng));
+        let anonymity_set: Vec<Fr> = {
+            let base: u64 = rng.gen_range(1..u64::MAX / 2);
+            (0..k as u64).map(|i| Fr::from(base + i)).collect()
+        };
+        let secret_key = below_l(rng);
+        let random_value = below_l(rng);
+        let block_number = Fr::from(rng.gen_range(1..u32::MAX as u64));
+        let (balance, amount) = (Fr::from(balance), Fr::from(amount));
+
+        let shared_secrets: Vec<Fr> = (0..k)
+            .map(|i| if i == sender { modl::reduce(&poseidon::hash(&[random_value, secret_key])) } else { below_l(rng) })
+            .collect();
+        let public_keys: Vec<Fr> =
+            (0..k).map(|i| if i == sender { public_key(&secret_key) } else { public_key(&below_l(rng)) }).collect();
+        let previous_commits: Vec<(Fr, Fr)> = (0..k)
+            .map(|i| {
+                let p = if i == sender {
+                    babyjubjub::pedersen(&balance, &random_value)
+                } else {
+                    babyjubjub::pedersen(&Fr::from(rng.gen::<u32>()), &below_l(rng))
+                };
+                (p.x, p.y)
+            })
+            .collect();
+        let receiver = (sender + 1) % k;
+        let tx_values: Vec<Fr> = (0..k)
+            .map(|i| match i {
+                i if i == sender => sender_tx_value(kind, &amount),
+                i if i == receiver && kind == Kind::Transfer => amount,
+                _ => Fr::ZERO,
+            })
+            .collect();
+        let tx_random_values = random_factors(&shared_secrets, &block_number, sender);
+        let tx_commits = tx_values
+            .iter()
+            .zip(&tx_random_values)
+            .map(|(v, r)| {
+                let p = babyjubjub::pedersen(v, r);
+                (p.x, p.y)
+            })
+            .collect();
+        let hashed_shared_secrets: Vec<Fr> = shared_secrets.iter().map(hashed_shared_secret).collect();
+        Self {
+            sender_id: anonymity_set[sender],
+            nullifier: poseidon::hash(&[hashed_shared_secrets[sender], block_number]),
+            message_tags: shared_secrets.iter().map(|s| message_tag(s, &block_number)).collect(),
+            anonymity_set,
+            secret_key,
+            shared_secrets,
+            hashed_shared_secrets,
+            public_keys,
+            previous_sender_balance: balance,
+            previous_sender_random_value: random_value,
+            previous_commits,
+            tx_commits,
+            tx_values,
+            tx_random_values,
+            sender_tx_value: amount,
+            block_number,
+            dvp: Self::generate_dvp(kind, amount, rng),
+        }
+    }
+
+    fn generate_dvp<R: Rng>(kind: Kind, amount: Fr, rng: &mut R) -> Dvp {
+        if kind == Kind::Transfer {
+            return Dvp::None;
+        }
+        let address = Fr::from(rng.gen::<u128>());
+        match kind {
+            Kind::Transfer => Dvp::None,
+            Kind::Deposit => {
+                let (pk, salt_out) = (Fr::rand(rng), Fr::rand(rng));
+                Dvp::Deposit(Deposit { hash: dvp::commitment_hash(&pk, &salt_out, &amount, &address), pk, address, salt_out })
+            }
+            Kind::Withdraw => {
+                let half = modl::to_biguint(&amount) / 2u32;
+                let mut values = [Fr::from(half.clone()), amount - Fr::from(half)].to_vec();
+                values.resize(WITHDRAW_SLOTS, Fr::ZERO);
+                let mut w = Withdraw {
+                    hashes: vec![Fr::ZERO; WITHDRAW_SLOTS],
+                    sk_deposits: vec![Fr::ZERO; WITHDRAW_SLOTS],
+                    v_per_deposit: values,
+                    address,
+                    salts_in: vec![Fr::ZERO; WITHDRAW_SLOTS],
+                };
+                for j in (0..WITHDRAW_SLOTS).filter(|&j| w.v_per_deposit[j] != Fr::ZERO) {
+                    w.sk_deposits[j] = modl::reduce(&Fr::rand(rng));
+                    w.salts_in[j] = Fr::rand(rng);
+                    w.hashes[j] = dvp::commitment_hash(&public_key(&w.sk_deposits[j]), &w.salts_in[j], &w.v_per_deposit[j], &address);
+                }
+                Dvp::Withdraw(w)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ff::Field;
+    use rand::SeedableRng;
+
+    fn rng(seed: u64) -> rand_chacha::ChaCha8Rng {
+        rand_chacha::ChaCha8Rng::seed_from_u64(seed)
+    }
+
+    #[test]
+    fn generated_inputs_pass_every_check() {
+        let mut rng = rng(3);
+        for kind in Kind::ALL {
+            for k in crate::SUPPORTED_K {
+                for sender in [0, k - 1] {
+                    let t = PaymentInputs::generate(kind, k, sender, 40, 100, &mut rng);
+                    assert_eq!(t.check(), Ok(sender), "{kind} k={k}");
+                    assert_eq!(t.kind(), kind);
+                    assert_eq!(t.public_inputs().len(), kind.num_public_inputs(k));
+                }
+            }
+            let zero = PaymentInputs::generate(kind, 3, 1, 0, 0, &mut rng);
+            assert_eq!(zero.check(), Ok(1), "{kind} of zero");
+        }
+        // A withdraw may exceed the balance: there is no B ≥ v rule.
+        assert_eq!(PaymentInputs::generate(Kind::Withdraw, 2, 0, 500, 100, &mut rng).check(), Ok(0));
+    }
+
+    /// Recomputes tx_commits[i] from its value and random factor, so that only the check under
+    /// test can fail.
+    fn recommit(t: &mut PaymentInputs, i: usize) {
+        let p = babyjubjub::pedersen(&t.tx_values[i], &t.tx_random_values[i]);
+        t.tx_commits[i] = (p.x, p.y);
+    }
+
+    fn failing(good: &PaymentInputs, edit: &dyn Fn(&mut PaymentInputs)) -> u8 {
+        let mut t = good.clone();
+        edit(&mut t);
+        t.check().unwrap_err().check
+    }
+
+    #[test]
+    fn each_broken_check_is_named() {
+        for kind in Kind::ALL {
+            let good = PaymentInputs::generate(kind, 4, 2, 30, 50, &mut rng(4));
+            let failing = |edit: &dyn Fn(&mut PaymentInputs)| failing(&good, edit);
+            assert_eq!(failing(&|t| t.sender_id = Fr::ZERO), 1);
+            assert_eq!(failing(&|t| t.anonymity_set[0] = t.sender_id), 1);
+            assert_eq!(failing(&|t| t.tx_values[2] += Fr::ONE), 2);
+            assert_eq!(failing(&|t| t.tx_commits[1].1 += Fr::ONE), 3);
+            assert_eq!(failing(&|t| t.secret_key += Fr::ONE), 4);
+            assert_eq!(failing(&|t| t.hashed_shared_secrets[0] += Fr::ONE), 5);
+            assert_eq!(failing(&|t| t.public_keys[2] += Fr::ONE), 6);
+            assert_eq!(failing(&|t| t.previous_sender_balance += Fr::ONE), 7);
+            assert_eq!(failing(&|t| t.message_tags[3] += Fr::ONE), 8);
+            assert_eq!(failing(&|t| t.nullifier += Fr::ONE), 12);
+            assert_eq!(failing(&|t| t.tx_random_values[0] += Fr::ONE), 9);
+            // A receiver's value changed, its commitment made consistent: only conservation fails.
+            assert_eq!(failing(&|t| { t.tx_values[1] += Fr::ONE; recommit(t, 1) }), 9);
+            assert_eq!(failing(&|t| t.sender_tx_value = Fr::from(1u64 << 40)), 2, "{kind}");
+            assert_eq!(failing(&|t| t.tx_commits.swap(0, 1)), 13);
+            // A random factor broken by a multiple that keeps its sum: only check 14 can see it.
+            assert_eq!(
+                failing(&|t| {
+                    t.tx_random_values[0] += Fr::ONE;
+                    t.tx_random_values[1] -= Fr::ONE;
+                    recommit(t, 0);
+                    recommit(t, 1);
+                }),
+                14
+            );
+        }
+        // Overspending: amount above balance, with everything else made consistent.
+        for kind in [Kind::Transfer, Kind::Deposit] {
+            let mut t = PaymentInputs::generate(kind, 4, 2, 51, 51, &mut rng(5));
+            t.previous_sender_balance = Fr::from(50u64);
+            let p = babyjubjub::pedersen(&t.previous_sender_balance, &t.previous_sender_random_value);
+            t.previous_commits[2] = (p.x, p.y);
+            assert_eq!(t.check().unwrap_err().check, 11, "{kind}");
+        }
+    }
+
+    #[test]
+    fn dvp_hashes_are_checked() {
+        let deposit = PaymentInputs::generate(Kind::Deposit, 3, 0, 9, 10, &mut rng(6));
+        let edit_deposit = |edit: &dyn Fn(&mut Deposit)| {
+            failing(&deposit, &|t| match &mut t.dvp {
+                Dvp::Deposit(d) => edit(d),
+                _ => unreachable!(),
+            })
+        };
+        assert_eq!(edit_deposit(&|d| d.hash += Fr::ONE), 15);
+        assert_eq!(edit_deposit(&|d| d.pk += Fr::ONE), 15);
+        assert_eq!(edit_deposit(&|d| d.salt_out += Fr::ONE), 15);
+        assert_eq!(edit_deposit(&|d| d.address += Fr::ONE), 15);
+
+        let withdraw = PaymentInputs::generate(Kind::Withdraw, 3, 0, 9, 10, &mut rng(7));
+        let edit_withdraw = |edit: &dyn Fn(&mut Withdraw)| {
+            let mut t = withdraw.clone();
+            let Dvp::Withdraw(w) = &mut t.dvp else { unreachable!() };
+            edit(w);
+            t.check().map_err(|e| e.to_string())
+        };
+        assert_eq!(edit_withdraw(&|w| w.hashes[1] += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[1]".into()));
+        assert_eq!(edit_withdraw(&|w| w.sk_deposits[0] += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[0]".into()));
+        assert_eq!(edit_withdraw(&|w| w.v_per_deposit[1] += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[1]".into()));
+        assert_eq!(edit_withdraw(&|w| w.address += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[0]".into()));
+        // Slots with a zero value are not checked, whatever their hash.
+        assert_eq!(edit_withdraw(&|w| w.hashes[9] = Fr::from(123u64)), Ok(0));
+    }
+
+    /// Receivers' values that sum to r over the integers sum to 0 in the field, which is all the
+    /// reference's deposit and withdraw compare; their commitments then add up to (r mod L)·G,
+    /// value created from nothing. Check 9 works over the integers and refuses them.
+    #[test]
+    fn receivers_values_wrapping_past_r_are_refused() {
+        let r = modl::to_biguint(&-Fr::ONE) + 1u32;
+        let quarter = &r / 4u32;
+        let shares = [quarter.clone(), quarter.clone(), quarter.clone(), &r - &quarter * 3u32];
+        for kind in [Kind::Deposit, Kind::Withdraw] {
+            let mut t = PaymentInputs::generate(kind, 5, 0, 9, 10, &mut rng(8));
+            for (i, share) in (1..5).zip(&shares) {
+                t.tx_values[i] = Fr::from(share.clone());
+                assert!(fits_bits(&t.tx_values[i], VALUE_BITS));
+                recommit(&mut t, i);
+            }
+            assert_eq!((1..5).map(|i| t.tx_values[i]).sum::<Fr>(), Fr::ZERO, "the field sum is blind to it");
+            assert_eq!(t.check().unwrap_err().check, 9, "{kind}");
+        }
+    }
+
+    #[test]
+    fn failure_messages_name_the_check_and_never_a_value() {
+        let mut t = PaymentInputs::generate(Kind::Transfer, 2, 0, 1, 1, &mut rng(5));
+        t.message_tags[1] += Fr::ONE;
+        let msg = t.check().unwrap_err().to_string();
+        assert_eq!(msg, "check 8 (message tags) failed: message_tags[1]");
+    }
+}

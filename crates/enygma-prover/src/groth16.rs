@@ -1,0 +1,337 @@
+//! Groth16 proof assembly from cached matrices, with a choice of G1 MSM and a time per phase.
+//!
+//! It computes exactly what ark-groth16's `create_proof_with_reduction_and_matrices` computes
+//! (the same proof for the same `r` and `s`), from its public pieces: the libsnark QAP witness
+//! map for `h`, then
+//! - `A = α + Σ aᵢ·a_queryᵢ + r·δ` (G1),
+//! - `B = β + Σ aᵢ·b_queryᵢ + s·δ` (G2, and in G1 for C),
+//! - `C = Σ wᵢ·l_queryᵢ + Σ hᵢ·h_queryᵢ + s·A + r·B₁ − r·s·δ`.
+//!
+//! Two things differ from ark-groth16: the four G1 MSMs can use [`enygma_msm`] (batch-affine,
+//! signed digits), and the five MSMs, which are independent, run concurrently when the rayon
+//! pool has more than one thread; ark-groth16 runs them one after another.
+
+use std::time::{Duration, Instant};
+
+use ark_bn254::{Bn254, G1Affine, G1Projective, G2Projective};
+use ark_ec::{CurveGroup, VariableBaseMSM};
+use ark_ff::PrimeField;
+use ark_groth16::{
+    r1cs_to_qap::{LibsnarkReduction, R1CSToQAP},
+    Proof, ProvingKey,
+};
+use ark_poly::GeneralEvaluationDomain;
+use ark_relations::gr1cs::{
+    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError, SynthesisMode,
+    R1CS_PREDICATE_LABEL,
+};
+use enygma_circuit::{
+    payment::{constraints::PaymentCircuit, Kind, PaymentInputs},
+    Fr,
+};
+use rayon::prelude::*;
+
+type Scalar = <Fr as PrimeField>::BigInt;
+
+/// Which implementation computes the G1 MSMs. The G2 MSM always uses ark-ec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MsmBackend {
+    /// ark-ec's `VariableBaseMSM::msm_bigint`, as ark-groth16 uses it.
+    Arkworks,
+    /// [`enygma_msm::msm`].
+    Enygma,
+}
+
+/// Wall-clock time of each phase of one proof. When the MSMs run concurrently their times
+/// overlap, and `total` is less than the sum.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseTimings {
+    /// The QAP witness map: constraint evaluation and the seven FFTs giving `h`.
+    pub witness_map: Duration,
+    /// Converting the assignment and `h` out of Montgomery form for the MSMs.
+    pub to_bigint: Duration,
+    pub msm_a: Duration,
+    pub msm_b_g1: Duration,
+    pub msm_b_g2: Duration,
+    pub msm_h: Duration,
+    pub msm_l: Duration,
+    pub total: Duration,
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let started = Instant::now();
+    let value = f();
+    (value, started.elapsed())
+}
+
+/// Runs `a` and `b`, concurrently when the current pool has a second thread. `rayon::join`
+/// on one thread would run them in order anyway; the check only keeps that path obvious.
+fn both<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    if rayon::current_num_threads() > 1 {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
+fn msm_g1(backend: MsmBackend, bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+    match backend {
+        MsmBackend::Arkworks => G1Projective::msm_bigint(bases, scalars),
+        MsmBackend::Enygma => enygma_msm::msm(bases, scalars),
+    }
+}
+
+/// A Groth16 proof of the assignment `full_assignment` (the constant 1, the public inputs,
+/// then the witness) for the R1CS `matrices` (`[A, B, C]`), with randomness `r` and `s`.
+///
+/// The arguments are those of ark-groth16's `create_proof_with_reduction_and_matrices`, and
+/// the proof is the one it returns for them.
+#[allow(clippy::too_many_arguments)]
+pub fn create_proof(
+    pk: &ProvingKey<Bn254>,
+    r: Fr,
+    s: Fr,
+    matrices: &[Matrix<Fr>],
+    num_instance_variables: usize,
+    num_constraints: usize,
+    full_assignment: &[Fr],
+    msm: MsmBackend,
+) -> Result<(Proof<Bn254>, PhaseTimings), SynthesisError> {
+    let started = Instant::now();
+    let mut t = PhaseTimings::default();
+    let variables = full_assignment.len();
+    // A key of another circuit would otherwise give a wrong proof silently: the MSMs stop at
+    // the shorter of bases and scalars.
+    if num_instance_variables == 0
+        || num_instance_variables > variables
+        || pk.a_query.len() != variables
+        || pk.b_g1_query.len() != variables
+        || pk.b_g2_query.len() != variables
+        || pk.l_query.len() != variables - num_instance_variables
+    {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+
+    let (h, witness_map) = timed(|| {
+        LibsnarkReduction::witness_map_from_matrices::<Fr, GeneralEvaluationDomain<Fr>>(
+            matrices,
+            num_instance_variables,
+            num_constraints,
+            full_assignment,
+        )
+    });
+    let h = h?;
+    t.witness_map = witness_map;
+
+    // The constant 1 is not a scalar of the MSMs: its query point is added directly.
+    let ((assignment, h), to_bigint) = timed(|| {
+        both(
+            || full_assignment[1..].par_iter().map(|x| x.into_bigint()).collect::<Vec<_>>(),
+            || h.par_iter().map(|x| x.into_bigint()).collect::<Vec<_>>(),
+        )
+    });
+    t.to_bigint = to_bigint;
+    let witness = &assignment[num_instance_variables - 1..];
+
+    let (((h_acc, msm_h), (l_acc, msm_l)), ((a_acc, msm_a), ((b1_acc, msm_b_g1), (b2_acc, msm_b_g2)))) = both(
+        || {
+            both(
+                || timed(|| msm_g1(msm, &pk.h_query, &h)),
+                || timed(|| msm_g1(msm, &pk.l_query, witness)),
+            )
+        },
+        || {
+            both(
+                || timed(|| msm_g1(msm, &pk.a_query[1..], &assignment)),
+                || {
+                    both(
+                        || timed(|| msm_g1(msm, &pk.b_g1_query[1..], &assignment)),
+                        || timed(|| G2Projective::msm_bigint(&pk.b_g2_query[1..], &assignment)),
+                    )
+                },
+            )
+        },
+    );
+    (t.msm_h, t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2) = (msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2);
+
+    let delta_g1 = pk.delta_g1;
+    let g_a = a_acc + pk.a_query[0] + pk.vk.alpha_g1 + delta_g1 * r;
+    let g1_b = b1_acc + pk.b_g1_query[0] + pk.beta_g1 + delta_g1 * s;
+    let g2_b = b2_acc + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
+    let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + l_acc + h_acc;
+    let proof = Proof { a: g_a.into_affine(), b: g2_b.into_affine(), c: g_c.into_affine() };
+    t.total = started.elapsed();
+    Ok((proof, t))
+}
+
+/// The R1CS matrices `[A, B, C]`, the number of instance variables (with the constant 1) and
+/// the number of constraints of a circuit, from a setup-mode synthesis.
+pub fn matrices<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<(Vec<Matrix<Fr>>, usize, usize), SynthesisError> {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    cs.set_optimization_goal(OptimizationGoal::Constraints);
+    cs.set_mode(SynthesisMode::Setup);
+    circuit.generate_constraints(cs.clone())?;
+    cs.finalize();
+    let matrices = cs.to_matrices()?.remove(R1CS_PREDICATE_LABEL).ok_or(SynthesisError::MissingCS)?;
+    Ok((matrices, cs.num_instance_variables(), cs.num_constraints()))
+}
+
+/// The full assignment (the constant 1, the public inputs, then the witness) from a
+/// witness-only synthesis.
+pub fn full_assignment<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<Vec<Fr>, SynthesisError> {
+    let cs = ConstraintSystem::<Fr>::new_ref();
+    cs.set_optimization_goal(OptimizationGoal::Constraints);
+    cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
+    circuit.generate_constraints(cs.clone())?;
+    let mut assignment = cs.instance_assignment()?;
+    assignment.extend(cs.witness_assignment()?);
+    Ok(assignment)
+}
+
+/// The setup-mode circuit of a k transfer and the proving-mode circuit of a random valid
+/// transfer (sender 2, amount 25 of a balance of 100), for tests and measurements.
+pub fn sample_transfer<R: rand::Rng>(k: usize, rng: &mut R) -> (PaymentCircuit, PaymentCircuit) {
+    let inputs = PaymentInputs::generate(Kind::Transfer, k, 2, 25, 100, rng);
+    (PaymentCircuit::for_setup(Kind::Transfer, k), PaymentCircuit::for_proving(inputs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_groth16::Groth16;
+    use ark_r1cs_std::{alloc::AllocVar, eq::EqGadget, fields::fp::FpVar, fields::FieldVar, GR1CSVar};
+    use ark_relations::gr1cs::ConstraintSystemRef;
+    use ark_snark::SNARK;
+    use ark_std::UniformRand;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    const BACKENDS: [MsmBackend; 2] = [MsmBackend::Arkworks, MsmBackend::Enygma];
+
+    /// A random circuit: products and sums of random public and private values, with some
+    /// 0/1 witnesses (the common case in real circuits) and enough constraints to need a
+    /// non-trivial FFT domain.
+    #[derive(Clone)]
+    struct RandomCircuit {
+        public: Vec<Fr>,
+        private: Vec<Fr>,
+        rounds: usize,
+    }
+
+    impl RandomCircuit {
+        fn new(rng: &mut ChaCha20Rng) -> Self {
+            let public = (0..5).map(|_| Fr::rand(rng)).collect();
+            let private = (0..40).map(|i| if i % 4 == 0 { Fr::from((i % 8 == 0) as u64) } else { Fr::rand(rng) }).collect();
+            Self { public, private, rounds: 300 }
+        }
+    }
+
+    impl ConstraintSynthesizer<Fr> for RandomCircuit {
+        fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+            let public: Vec<_> = self.public.iter().map(|x| FpVar::new_input(cs.clone(), || Ok(*x))).collect::<Result<_, _>>()?;
+            let private: Vec<_> =
+                self.private.iter().map(|x| FpVar::new_witness(cs.clone(), || Ok(*x))).collect::<Result<_, _>>()?;
+            let mut acc = public[0].clone();
+            for i in 0..self.rounds {
+                let x = &private[i % private.len()];
+                let y = &public[i % public.len()];
+                acc = (&acc * x + y) * &private[(i * 7 + 3) % private.len()];
+            }
+            // Ties the result to a public value so that the instance matters.
+            let out = FpVar::new_input(cs.clone(), || acc.value())?;
+            out.enforce_equal(&acc)?;
+            let square = acc.square()?;
+            square.enforce_equal(&(&acc * &acc))?;
+            Ok(())
+        }
+    }
+
+    fn prove_both_ways(
+        pk: &ProvingKey<Bn254>,
+        matrices: &[Matrix<Fr>],
+        num_instance_variables: usize,
+        num_constraints: usize,
+        assignment: &[Fr],
+        r: Fr,
+        s: Fr,
+    ) {
+        let expected = Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
+            pk,
+            r,
+            s,
+            matrices,
+            num_instance_variables,
+            num_constraints,
+            assignment,
+        )
+        .unwrap();
+        let public = &assignment[1..num_instance_variables];
+        assert!(Groth16::<Bn254>::verify(&pk.vk, public, &expected).unwrap(), "ark-groth16's proof must verify");
+        for backend in BACKENDS {
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let (proof, t) = pool
+                    .install(|| {
+                        create_proof(pk, r, s, matrices, num_instance_variables, num_constraints, assignment, backend)
+                    })
+                    .unwrap();
+                assert_eq!(proof, expected, "{backend:?} on {threads} thread(s)");
+                assert!(Groth16::<Bn254>::verify(&pk.vk, public, &proof).unwrap());
+                assert!(t.total >= t.witness_map && t.total >= t.msm_a, "{t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn groth16_random_circuit_matches_ark_groth16() {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let circuit = RandomCircuit::new(&mut rng);
+        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let (matrices, instance, constraints) = matrices(circuit.clone()).unwrap();
+        let assignment = full_assignment(circuit.clone()).unwrap();
+        assert_eq!(instance, 7, "1, 5 public values and the output");
+        for (r, s) in [(Fr::rand(&mut rng), Fr::rand(&mut rng)), (Fr::from(0u64), Fr::from(0u64)), (Fr::from(0u64), Fr::rand(&mut rng))] {
+            prove_both_ways(&pk, &matrices, instance, constraints, &assignment, r, s);
+        }
+    }
+
+    #[test]
+    fn groth16_wrong_statement_does_not_verify() {
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let circuit = RandomCircuit::new(&mut rng);
+        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let (matrices, instance, constraints) = matrices(circuit.clone()).unwrap();
+        let mut assignment = full_assignment(circuit).unwrap();
+        // A witness change that breaks the constraints: the proof must not verify.
+        assignment[instance + 1] += Fr::from(1u64);
+        for backend in BACKENDS {
+            let (proof, _) = create_proof(&pk, Fr::from(3u64), Fr::from(5u64), &matrices, instance, constraints, &assignment, backend)
+                .unwrap();
+            assert!(!Groth16::<Bn254>::verify(&pk.vk, &assignment[1..instance], &proof).unwrap(), "{backend:?}");
+        }
+    }
+
+    #[test]
+    fn groth16_key_of_another_circuit_is_refused() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let circuit = RandomCircuit::new(&mut rng);
+        let mut other = RandomCircuit::new(&mut rng);
+        other.private.pop();
+        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(other, &mut rng).unwrap();
+        let (matrices, instance, constraints) = matrices(circuit.clone()).unwrap();
+        let assignment = full_assignment(circuit).unwrap();
+        let result = create_proof(&pk, Fr::from(3u64), Fr::from(5u64), &matrices, instance, constraints, &assignment, MsmBackend::Enygma);
+        assert!(matches!(result, Err(SynthesisError::Unsatisfiable)));
+    }
+
+    #[test]
+    fn groth16_transfer_k6_matches_ark_groth16() {
+        let (setup, proving) = sample_transfer(6, &mut ChaCha20Rng::seed_from_u64(4));
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
+        let (matrices, instance, constraints) = matrices(setup).unwrap();
+        let assignment = full_assignment(proving).unwrap();
+        assert!(constraints > 20_000, "k=6 has {constraints} constraints");
+        prove_both_ways(&pk, &matrices, instance, constraints, &assignment, Fr::rand(&mut rng), Fr::rand(&mut rng));
+    }
+}
