@@ -1,4 +1,4 @@
-//! Multi-scalar multiplication on BN254 G1 for the Groth16 prover.
+//! Multi-scalar multiplication on BN254's G1 and G2 for the Groth16 prover.
 //!
 //! A Pippenger bucket method with three changes over ark-ec's `msm_bigint`, the same three that
 //! make gnark-crypto's MSM about twice as fast:
@@ -11,9 +11,17 @@
 //! - a window size chosen from a cost model of both phases (bucket filling and reduction).
 //!
 //! Windows are independent and run in parallel on the current rayon pool.
+//!
+//! The code is generic over a short-Weierstrass curve whose scalar field is BN254's `Fr`, so
+//! that G1 (over Fq) and G2 (over Fq2) share it: a G2 batch addition costs about three times a
+//! G1 one, but so does the mixed Jacobian addition it replaces, and the inversion it amortises
+//! is one Fq inversion plus a few products.
 
-use ark_bn254::{Fq, Fr, G1Affine, G1Projective};
-use ark_ec::{AdditiveGroup, AffineRepr};
+use ark_bn254::Fr;
+use ark_ec::{
+    short_weierstrass::{Affine, Projective, SWCurveConfig},
+    AdditiveGroup, AffineRepr,
+};
 use ark_ff::{BigInteger, Field, PrimeField, Zero};
 use rayon::prelude::*;
 
@@ -43,12 +51,12 @@ pub fn window_bits(n: usize) -> usize {
 ///
 /// Witness vectors are mostly 0 and ±1 (bits, flags): those are skipped or added directly,
 /// and the window width is chosen for the remaining scalars only.
-pub fn msm(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
+pub fn msm<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Scalar]) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let one = Scalar::from(1u64);
     let mut minus_one = Fr::MODULUS;
     minus_one.sub_with_borrow(&one);
-    let mut units = G1Projective::zero();
+    let mut units = Projective::<P>::zero();
     let mut rest = Vec::with_capacity(n);
     for (i, (base, scalar)) in bases[..n].iter().zip(&scalars[..n]).enumerate() {
         if scalar.is_zero() || base.is_zero() {
@@ -67,18 +75,18 @@ pub fn msm(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
 
 /// [`msm`] without the special cases, with a fixed window width `c` in `2..=15` (the digits
 /// are stored in 16 bits).
-pub fn msm_with_window(bases: &[G1Affine], scalars: &[Scalar], c: usize) -> G1Projective {
+pub fn msm_with_window<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Scalar], c: usize) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let all: Vec<u32> = (0..n as u32).collect();
     pippenger(bases, scalars, &all, c)
 }
 
 /// `Σ scalars[i] · bases[i]` over `i` in `indices`.
-fn pippenger(bases: &[G1Affine], scalars: &[Scalar], indices: &[u32], c: usize) -> G1Projective {
+fn pippenger<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Scalar], indices: &[u32], c: usize) -> Projective<P> {
     assert!((2..=15).contains(&c), "window width {c} outside 2..=15");
     let m = indices.len();
     if m == 0 {
-        return G1Projective::zero();
+        return Projective::zero();
     }
     let windows = FOLDED_BITS / c + 1;
     let mut digits = vec![0u16; m * windows];
@@ -92,15 +100,15 @@ fn pippenger(bases: &[G1Affine], scalars: &[Scalar], indices: &[u32], c: usize) 
             }
         });
 
-    let sums: Vec<G1Projective> = (0..windows)
+    let sums: Vec<Projective<P>> = (0..windows)
         .into_par_iter()
         .map(|w| {
             let points = indices.iter().map(|&i| &bases[i as usize]);
-            Window::new(c).sum(points, digits[w..].iter().step_by(windows).copied())
+            Window::<P>::new(c).sum(points, digits[w..].iter().step_by(windows).copied())
         })
         .collect();
 
-    let mut total = G1Projective::zero();
+    let mut total = Projective::<P>::zero();
     for sum in sums.iter().rev() {
         for _ in 0..c {
             total.double_in_place();
@@ -154,34 +162,34 @@ fn signed_digits(s: &Scalar, c: usize, out: &mut [u16]) {
 
 /// One pending batch-affine addition `buckets[bucket] += point`.
 #[derive(Clone, Copy)]
-struct Addition {
+struct Addition<P: SWCurveConfig> {
     bucket: u32,
     doubling: bool,
-    point: G1Affine,
+    point: Affine<P>,
 }
 
 /// The buckets of one window and the batch of additions waiting for their shared inversion.
-struct Window {
+struct Window<P: SWCurveConfig> {
     /// Affine bucket sums; the identity marks an empty bucket.
-    buckets: Vec<G1Affine>,
+    buckets: Vec<Affine<P>>,
     /// Additions that could not be batched because their bucket was already in the batch and
     /// the queue was full: mixed Jacobian additions, rare for random scalars, but the bulk for
     /// many equal scalars (0/1 witnesses), where batching cannot help.
-    overflow: Vec<G1Projective>,
+    overflow: Vec<Projective<P>>,
     /// Whether a bucket already has an addition in `batch`: a bucket can take only one
     /// addition per inversion.
     pending: Vec<bool>,
-    batch: Vec<Addition>,
+    batch: Vec<Addition<P>>,
     /// Denominators of `batch`, inverted in place by `flush`.
-    denominators: Vec<Fq>,
-    prefix: Vec<Fq>,
+    denominators: Vec<P::BaseField>,
+    prefix: Vec<P::BaseField>,
     /// Additions that met a pending bucket, retried after the next flush.
-    queue: Vec<(u32, G1Affine)>,
+    queue: Vec<(u32, Affine<P>)>,
     batch_capacity: usize,
     queue_capacity: usize,
 }
 
-impl Window {
+impl<P: SWCurveConfig> Window<P> {
     fn new(c: usize) -> Self {
         let buckets = 1usize << (c - 1);
         // Large batches amortise the inversion (~330 multiplications on the test machine) but
@@ -190,8 +198,8 @@ impl Window {
         let batch_capacity = (buckets / 2).clamp(16, 1024);
         let queue_capacity = batch_capacity / 2;
         Self {
-            buckets: vec![G1Affine::identity(); buckets],
-            overflow: vec![G1Projective::zero(); buckets],
+            buckets: vec![Affine::identity(); buckets],
+            overflow: vec![Projective::zero(); buckets],
             pending: vec![false; buckets],
             batch: Vec::with_capacity(batch_capacity),
             denominators: Vec::with_capacity(batch_capacity),
@@ -203,7 +211,7 @@ impl Window {
     }
 
     /// `Σ digit_i · bases[i]` for this window's digits.
-    fn sum<'a>(mut self, bases: impl Iterator<Item = &'a G1Affine>, digits: impl Iterator<Item = u16>) -> G1Projective {
+    fn sum<'a>(mut self, bases: impl Iterator<Item = &'a Affine<P>>, digits: impl Iterator<Item = u16>) -> Projective<P> {
         for (base, digit) in bases.zip(digits) {
             if digit == 0 || base.is_zero() {
                 continue;
@@ -222,7 +230,7 @@ impl Window {
         self.reduce()
     }
 
-    fn add(&mut self, bucket: u32, point: G1Affine) {
+    fn add(&mut self, bucket: u32, point: Affine<P>) {
         let b = bucket as usize;
         if self.pending[b] {
             if self.queue.len() < self.queue_capacity {
@@ -260,10 +268,11 @@ impl Window {
     }
 
     /// Adds `point` to a bucket that is not pending. The exceptional cases are settled here,
-    /// while the bucket's value is final: an empty bucket takes the point, `Q + (-Q)` empties
-    /// the bucket, and `Q + Q` is batched as a doubling (its denominator `2y` is never zero:
-    /// G1 has odd order, so no point has `y = 0`).
-    fn schedule(&mut self, bucket: u32, point: G1Affine) {
+    /// while the bucket's value is final, so that no denominator of the batch is zero: an
+    /// empty bucket takes the point, `Q + (-Q)` empties the bucket (and so does `Q + Q` for a
+    /// point of order 2, `y = 0`, which BN254's odd-order groups do not have), and any other
+    /// `Q + Q` is batched as a doubling.
+    fn schedule(&mut self, bucket: u32, point: Affine<P>) {
         let b = bucket as usize;
         let current = self.buckets[b];
         if current.is_zero() {
@@ -271,8 +280,8 @@ impl Window {
             return;
         }
         let (doubling, denominator) = if current.x == point.x {
-            if current.y != point.y {
-                self.buckets[b] = G1Affine::identity();
+            if current.y != point.y || current.y.is_zero() {
+                self.buckets[b] = Affine::identity();
                 return;
             }
             (true, current.y.double())
@@ -290,7 +299,7 @@ impl Window {
             return;
         }
         self.prefix.clear();
-        let mut product = Fq::ONE;
+        let mut product = P::BaseField::ONE;
         for d in &self.denominators {
             self.prefix.push(product);
             product *= d;
@@ -304,13 +313,13 @@ impl Window {
             let q = self.buckets[b];
             let lambda = if doubling {
                 let xx = q.x.square();
-                (xx.double() + xx) * inv_i
+                (xx.double() + xx + P::COEFF_A) * inv_i
             } else {
                 (point.y - q.y) * inv_i
             };
             let x = lambda.square() - q.x - point.x;
             let y = lambda * (q.x - x) - q.y;
-            self.buckets[b] = G1Affine::new_unchecked(x, y);
+            self.buckets[b] = Affine::new_unchecked(x, y);
             self.pending[b] = false;
         }
         self.batch.clear();
@@ -318,9 +327,9 @@ impl Window {
     }
 
     /// `Σ (i + 1) · bucket_i` with running sums.
-    fn reduce(self) -> G1Projective {
-        let mut running = G1Projective::zero();
-        let mut total = G1Projective::zero();
+    fn reduce(self) -> Projective<P> {
+        let mut running = Projective::<P>::zero();
+        let mut total = Projective::<P>::zero();
         for (bucket, overflow) in self.buckets.iter().zip(&self.overflow).rev() {
             running += bucket;
             if !overflow.is_zero() {
@@ -340,22 +349,46 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    fn reference(bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
-        G1Projective::msm_bigint(bases, scalars)
+    /// A group of BN254 the MSM serves.
+    trait Group: SWCurveConfig<ScalarField = Fr> {}
+    impl<P: SWCurveConfig<ScalarField = Fr>> Group for P {}
+
+    /// Every test below runs on G1 and on G2.
+    macro_rules! on_g1_and_g2 {
+        ($($test:ident),* $(,)?) => {
+            mod g1 { $( #[test] fn $test() { super::$test::<ark_bn254::g1::Config>() } )* }
+            mod g2 { $( #[test] fn $test() { super::$test::<ark_bn254::g2::Config>() } )* }
+        };
     }
 
-    fn random_bases(n: usize, rng: &mut ChaCha20Rng) -> Vec<G1Affine> {
+    on_g1_and_g2!(
+        matches_arkworks_on_random_inputs,
+        empty_input_is_the_identity,
+        zero_scalars_give_the_identity,
+        scalars_r_minus_one_and_around_half_r,
+        repeated_identical_bases,
+        equal_small_scalars_on_distinct_bases,
+        identity_bases_are_ignored,
+        opposite_bases_cancel,
+        a_single_nonzero_scalar_is_a_scalar_multiplication,
+    );
+
+    fn reference<P: Group>(bases: &[Affine<P>], scalars: &[Scalar]) -> Projective<P> {
+        Projective::<P>::msm_bigint(bases, scalars)
+    }
+
+    fn random_bases<P: Group>(n: usize, rng: &mut ChaCha20Rng) -> Vec<Affine<P>> {
         // Random multiples of the generator are as good as random points and much cheaper
         // than hashing to the curve.
-        let points: Vec<G1Projective> = (0..n).map(|_| G1Projective::rand(rng)).collect();
-        G1Projective::normalize_batch(&points)
+        let points: Vec<Projective<P>> = (0..n).map(|_| Projective::<P>::rand(rng)).collect();
+        Projective::normalize_batch(&points)
     }
 
     fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
         (0..n).map(|_| Fr::rand(rng).into_bigint()).collect()
     }
 
-    fn check(bases: &[G1Affine], scalars: &[Scalar], what: &str) {
+    fn check<P: Group>(bases: &[Affine<P>], scalars: &[Scalar], what: &str) {
         let expected = reference(bases, scalars);
         assert_eq!(msm(bases, scalars), expected, "{what}: n = {}", bases.len());
         // Every window width must agree, not just the one the cost model picks.
@@ -364,11 +397,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn matches_arkworks_on_random_inputs() {
+    fn matches_arkworks_on_random_inputs<P: Group>() {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         for n in [1, 2, 3, 7, 100, 1000, 1 << 12] {
-            let bases = random_bases(n, &mut rng);
+            let bases = random_bases::<P>(n, &mut rng);
             let scalars = random_scalars(n, &mut rng);
             check(&bases, &scalars, "random");
         }
@@ -378,32 +410,29 @@ mod tests {
     #[ignore = "large: run with --release -- --ignored"]
     fn matches_arkworks_at_2_pow_16() {
         let mut rng = ChaCha20Rng::seed_from_u64(2);
-        let bases = random_bases(1 << 16, &mut rng);
+        let bases = random_bases::<ark_bn254::g1::Config>(1 << 16, &mut rng);
         let scalars = random_scalars(1 << 16, &mut rng);
         assert_eq!(msm(&bases, &scalars), reference(&bases, &scalars));
     }
 
-    #[test]
-    fn empty_input_is_the_identity() {
-        assert!(msm(&[], &[]).is_zero());
+    fn empty_input_is_the_identity<P: Group>() {
+        assert!(msm::<P>(&[], &[]).is_zero());
         let mut rng = ChaCha20Rng::seed_from_u64(3);
-        let bases = random_bases(3, &mut rng);
+        let bases = random_bases::<P>(3, &mut rng);
         assert!(msm(&bases, &[]).is_zero(), "the common length is 0");
     }
 
-    #[test]
-    fn zero_scalars_give_the_identity() {
+    fn zero_scalars_give_the_identity<P: Group>() {
         let mut rng = ChaCha20Rng::seed_from_u64(4);
-        let bases = random_bases(1000, &mut rng);
+        let bases = random_bases::<P>(1000, &mut rng);
         let scalars = vec![Scalar::zero(); 1000];
         assert!(msm(&bases, &scalars).is_zero());
         check(&bases, &scalars, "zeros");
     }
 
-    #[test]
-    fn scalars_r_minus_one_and_around_half_r() {
+    fn scalars_r_minus_one_and_around_half_r<P: Group>() {
         let mut rng = ChaCha20Rng::seed_from_u64(5);
-        let bases = random_bases(500, &mut rng);
+        let bases = random_bases::<P>(500, &mut rng);
         let minus_one = (-Fr::from(1u64)).into_bigint();
         check(&bases, &vec![minus_one; 500], "r - 1");
         let half = half_modulus();
@@ -415,10 +444,9 @@ mod tests {
         check(&bases, &around, "(r-1)/2 and its neighbours");
     }
 
-    #[test]
-    fn repeated_identical_bases() {
+    fn repeated_identical_bases<P: Group>() {
         let mut rng = ChaCha20Rng::seed_from_u64(6);
-        let base = random_bases(1, &mut rng)[0];
+        let base = random_bases::<P>(1, &mut rng)[0];
         let bases = vec![base; 3000];
         // Equal scalars put every point into the same bucket: the doubling and queue paths.
         check(&bases, &vec![Fr::rand(&mut rng).into_bigint(); 3000], "same base, same scalar");
@@ -426,11 +454,10 @@ mod tests {
         check(&bases, &vec![Scalar::from(1u64); 3000], "same base, scalar 1");
     }
 
-    #[test]
-    fn equal_small_scalars_on_distinct_bases() {
+    fn equal_small_scalars_on_distinct_bases<P: Group>() {
         // Circuits' witnesses are mostly 0 and 1: all of them hit one bucket of one window.
         let mut rng = ChaCha20Rng::seed_from_u64(7);
-        let bases = random_bases(4096, &mut rng);
+        let bases = random_bases::<P>(4096, &mut rng);
         let scalars: Vec<Scalar> = (0..4096).map(|i| Scalar::from((i % 3 == 0) as u64)).collect();
         check(&bases, &scalars, "0/1 scalars");
         let mixed: Vec<Scalar> =
@@ -438,23 +465,21 @@ mod tests {
         check(&bases, &mixed, "half 1, half random");
     }
 
-    #[test]
-    fn identity_bases_are_ignored() {
+    fn identity_bases_are_ignored<P: Group>() {
         let mut rng = ChaCha20Rng::seed_from_u64(8);
-        let mut bases = random_bases(300, &mut rng);
+        let mut bases = random_bases::<P>(300, &mut rng);
         for b in bases.iter_mut().step_by(2) {
-            *b = G1Affine::identity();
+            *b = Affine::identity();
         }
         check(&bases, &random_scalars(300, &mut rng), "half identity");
-        let all_identity = vec![G1Affine::identity(); 50];
+        let all_identity = vec![Affine::<P>::identity(); 50];
         assert!(msm(&all_identity, &random_scalars(50, &mut rng)).is_zero());
     }
 
-    #[test]
-    fn opposite_bases_cancel() {
+    fn opposite_bases_cancel<P: Group>() {
         let mut rng = ChaCha20Rng::seed_from_u64(9);
-        let half = random_bases(200, &mut rng);
-        let bases: Vec<G1Affine> = half.iter().flat_map(|p| [*p, -*p]).collect();
+        let half = random_bases::<P>(200, &mut rng);
+        let bases: Vec<Affine<P>> = half.iter().flat_map(|p| [*p, -*p]).collect();
         let s = random_scalars(200, &mut rng);
         let same: Vec<Scalar> = s.iter().flat_map(|s| [*s, *s]).collect();
         assert!(msm(&bases, &same).is_zero(), "P·s + (-P)·s");
@@ -462,14 +487,13 @@ mod tests {
         check(&bases, &random_scalars(400, &mut rng), "P and -P, random scalars");
         // The same point with scalars s and r - s also cancels, through the folding.
         let negated: Vec<Scalar> = s.iter().flat_map(|s| [*s, (-Fr::from_bigint(*s).unwrap()).into_bigint()]).collect();
-        let doubled: Vec<G1Affine> = half.iter().flat_map(|p| [*p, *p]).collect();
+        let doubled: Vec<Affine<P>> = half.iter().flat_map(|p| [*p, *p]).collect();
         assert!(msm(&doubled, &negated).is_zero(), "P·s + P·(r-s)");
     }
 
-    #[test]
-    fn a_single_nonzero_scalar_is_a_scalar_multiplication() {
+    fn a_single_nonzero_scalar_is_a_scalar_multiplication<P: Group>() {
         let mut rng = ChaCha20Rng::seed_from_u64(10);
-        let bases = random_bases(1000, &mut rng);
+        let bases = random_bases::<P>(1000, &mut rng);
         let mut scalars = vec![Scalar::zero(); 1000];
         let s = Fr::rand(&mut rng);
         scalars[617] = s.into_bigint();

@@ -2,7 +2,7 @@
 //! each MSM backend, next to ark-groth16's whole prover, on 1 and 2 threads.
 //!
 //! `cargo run --release -p enygma-prover --example proof_phases -- [proofs per setting] [threads]
-//! [arkworks|enygma]`; the last two restrict the run to one setting (for `perf record`).
+//! [arkworks|enygma-g1|enygma]`; the last two restrict the run to one setting (for `perf record`).
 //! Times are medians over the proofs. Keys come from a seeded setup of the current circuit, so
 //! the run does not depend on the key files matching it.
 
@@ -28,6 +28,7 @@ fn main() {
     let only_threads: Option<usize> = std::env::args().nth(2).map(|n| n.parse().expect("thread count"));
     let only_backend = std::env::args().nth(3).map(|b| match b.as_str() {
         "arkworks" => MsmBackend::Arkworks,
+        "enygma-g1" => MsmBackend::EnygmaG1,
         "enygma" => MsmBackend::Enygma,
         other => panic!("unknown backend {other}"),
     });
@@ -82,7 +83,7 @@ fn main() {
         if !ark.is_empty() {
             println!("| {threads} | ark-groth16 | | | | | | | | {:.0} |", median(ark));
         }
-        for backend in [MsmBackend::Arkworks, MsmBackend::Enygma].into_iter().filter(|b| only_backend.is_none_or(|o| o == *b)) {
+        for backend in [MsmBackend::Arkworks, MsmBackend::EnygmaG1, MsmBackend::Enygma].into_iter().filter(|b| only_backend.is_none_or(|o| o == *b)) {
             let mut all: Vec<PhaseTimings> = Vec::new();
             for _ in 0..proofs {
                 let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));

@@ -18,7 +18,7 @@ use std::{
 };
 
 use ark_bn254::Bn254;
-use ark_groth16::{r1cs_to_qap::LibsnarkReduction, Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
+use ark_groth16::{Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
 use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisMode, R1CS_PREDICATE_LABEL,
 };
@@ -272,7 +272,9 @@ impl Prover {
         let started = Instant::now();
         let mut rng = rand::thread_rng();
         let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
-        let proof = Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
+        // Our assembly of ark-groth16's proof (the same proof for the same r and s, tested in
+        // `groth16`), with enygma-msm's MSMs running concurrently on the caller's pool.
+        let (proof, _phases) = groth16::create_proof(
             &keys.proving_key,
             r,
             s,
@@ -280,6 +282,7 @@ impl Prover {
             shape.num_instance_variables,
             shape.info.constraints,
             &assignment,
+            groth16::MsmBackend::Enygma,
         )
         .map_err(internal)?;
         let public_inputs = &assignment[1..shape.num_instance_variables];
