@@ -14,7 +14,7 @@ use ark_groth16::{r1cs_to_qap::LibsnarkReduction, Groth16};
 use ark_snark::SNARK;
 use ark_std::{UniformRand, Zero};
 use enygma_circuit::Fr;
-use enygma_prover::groth16::{create_proof, full_assignment, matrices, sample_transfer, MsmBackend, PhaseTimings};
+use enygma_prover::groth16::{create_proof, full_assignment, r1cs, sample_transfer, R1cs, MsmBackend, PhaseTimings};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -38,7 +38,7 @@ fn main() {
     let started = Instant::now();
     let (pk, vk) = Groth16::<Bn254>::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
     eprintln!("setup {:.1} s", started.elapsed().as_secs_f64());
-    let (matrices, instance, constraints) = matrices(setup).unwrap();
+    let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(setup).unwrap();
     let assignment = full_assignment(proving).unwrap();
 
     let zeros = assignment.iter().filter(|x| x.is_zero()).count();

@@ -173,16 +173,29 @@ pub fn create_proof(
     Ok((proof, t))
 }
 
-/// The R1CS matrices `[A, B, C]`, the number of instance variables (with the constant 1) and
-/// the number of constraints of a circuit, from a setup-mode synthesis.
-pub fn matrices<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<(Vec<Matrix<Fr>>, usize, usize), SynthesisError> {
+/// A circuit's R1CS as the prover needs it: the matrices `[A, B, C]` and its sizes.
+pub struct R1cs {
+    pub matrices: Vec<Matrix<Fr>>,
+    /// Instance variables including the constant 1.
+    pub num_instance_variables: usize,
+    pub num_witness_variables: usize,
+    pub num_constraints: usize,
+}
+
+/// The R1CS of a circuit, from a setup-mode synthesis.
+pub fn r1cs<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<R1cs, SynthesisError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
     cs.set_mode(SynthesisMode::Setup);
     circuit.generate_constraints(cs.clone())?;
     cs.finalize();
     let matrices = cs.to_matrices()?.remove(R1CS_PREDICATE_LABEL).ok_or(SynthesisError::MissingCS)?;
-    Ok((matrices, cs.num_instance_variables(), cs.num_constraints()))
+    Ok(R1cs {
+        matrices,
+        num_instance_variables: cs.num_instance_variables(),
+        num_witness_variables: cs.num_witness_variables(),
+        num_constraints: cs.num_constraints(),
+    })
 }
 
 /// The full assignment (the constant 1, the public inputs, then the witness) from a
@@ -296,7 +309,7 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let circuit = RandomCircuit::new(&mut rng);
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
-        let (matrices, instance, constraints) = matrices(circuit.clone()).unwrap();
+        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(circuit.clone()).unwrap();
         let assignment = full_assignment(circuit.clone()).unwrap();
         assert_eq!(instance, 7, "1, 5 public values and the output");
         for (r, s) in [(Fr::rand(&mut rng), Fr::rand(&mut rng)), (Fr::from(0u64), Fr::from(0u64)), (Fr::from(0u64), Fr::rand(&mut rng))] {
@@ -309,7 +322,7 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(2);
         let circuit = RandomCircuit::new(&mut rng);
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
-        let (matrices, instance, constraints) = matrices(circuit.clone()).unwrap();
+        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(circuit.clone()).unwrap();
         let mut assignment = full_assignment(circuit).unwrap();
         // A witness change that breaks the constraints: the proof must not verify.
         assignment[instance + 1] += Fr::from(1u64);
@@ -327,7 +340,7 @@ mod tests {
         let mut other = RandomCircuit::new(&mut rng);
         other.private.pop();
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(other, &mut rng).unwrap();
-        let (matrices, instance, constraints) = matrices(circuit.clone()).unwrap();
+        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(circuit.clone()).unwrap();
         let assignment = full_assignment(circuit).unwrap();
         let result = create_proof(&pk, Fr::from(3u64), Fr::from(5u64), &matrices, instance, constraints, &assignment, MsmBackend::Enygma);
         assert!(matches!(result, Err(SynthesisError::Unsatisfiable)));
@@ -338,7 +351,7 @@ mod tests {
         let (setup, proving) = sample_transfer(6, &mut ChaCha20Rng::seed_from_u64(4));
         let mut rng = ChaCha20Rng::seed_from_u64(5);
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
-        let (matrices, instance, constraints) = matrices(setup).unwrap();
+        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(setup).unwrap();
         let assignment = full_assignment(proving).unwrap();
         assert!(constraints > 20_000, "k=6 has {constraints} constraints");
         prove_both_ways(&pk, &matrices, instance, constraints, &assignment, Fr::rand(&mut rng), Fr::rand(&mut rng));

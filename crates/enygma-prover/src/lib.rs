@@ -19,9 +19,6 @@ use std::{
 
 use ark_bn254::Bn254;
 use ark_groth16::{Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
-use ark_relations::gr1cs::{
-    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisMode, R1CS_PREDICATE_LABEL,
-};
 use ark_snark::SNARK;
 use ark_std::UniformRand;
 pub use enygma_circuit::SUPPORTED_K;
@@ -88,38 +85,22 @@ fn kind_name<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error>
 /// The constraint matrices of one statement and k, built once in setup mode.
 pub struct CircuitShape {
     pub info: CircuitInfo,
-    /// `[A, B, C]` of the R1CS.
-    matrices: Vec<Matrix<Fr>>,
-    /// Instance variables including the constant 1.
-    num_instance_variables: usize,
+    r1cs: groth16::R1cs,
 }
 
 impl CircuitShape {
     pub fn build(kind: Kind, k: usize) -> Result<Self, ProveError> {
-        let cs = ConstraintSystem::<Fr>::new_ref();
-        cs.set_optimization_goal(OptimizationGoal::Constraints);
-        cs.set_mode(SynthesisMode::Setup);
-        PaymentCircuit::for_setup(kind, k)
-            .generate_constraints(cs.clone())
+        let r1cs = groth16::r1cs(PaymentCircuit::for_setup(kind, k))
             .map_err(|e| ProveError::Internal(format!("{kind} synthesis for k={k}: {e}")))?;
-        cs.finalize();
-        let mut matrices = cs
-            .to_matrices()
-            .map_err(|e| ProveError::Internal(format!("{kind} matrices for k={k}: {e}")))?;
-        let matrices = matrices
-            .remove(R1CS_PREDICATE_LABEL)
-            .ok_or_else(|| ProveError::Internal("no R1CS matrices".into()))?;
-        let num_instance_variables = cs.num_instance_variables();
         Ok(Self {
             info: CircuitInfo {
                 circuit: kind,
                 k,
-                constraints: cs.num_constraints(),
-                witness_variables: cs.num_witness_variables(),
-                public_inputs: num_instance_variables - 1,
+                constraints: r1cs.num_constraints,
+                witness_variables: r1cs.num_witness_variables,
+                public_inputs: r1cs.num_instance_variables - 1,
             },
-            matrices,
-            num_instance_variables,
+            r1cs,
         })
     }
 }
@@ -157,8 +138,8 @@ impl CircuitKeys {
         if committed_vk.is_some_and(|vk| vk != proving_key.vk) {
             return Err(mismatch("the verifying key on disk does not belong to the proving key".into()));
         }
-        let variables = shape.num_instance_variables + shape.info.witness_variables;
-        if proving_key.vk.gamma_abc_g1.len() != shape.num_instance_variables || proving_key.a_query.len() != variables {
+        let variables = shape.r1cs.num_instance_variables + shape.info.witness_variables;
+        if proving_key.vk.gamma_abc_g1.len() != shape.r1cs.num_instance_variables || proving_key.a_query.len() != variables {
             return Err(mismatch(format!(
                 "the proving key is for {} public inputs and {} variables, the circuit has {} and {}",
                 proving_key.vk.gamma_abc_g1.len().saturating_sub(1),
@@ -278,14 +259,14 @@ impl Prover {
             &keys.proving_key,
             r,
             s,
-            &shape.matrices,
-            shape.num_instance_variables,
-            shape.info.constraints,
+            &shape.r1cs.matrices,
+            shape.r1cs.num_instance_variables,
+            shape.r1cs.num_constraints,
             &assignment,
             groth16::MsmBackend::Enygma,
         )
         .map_err(internal)?;
-        let public_inputs = &assignment[1..shape.num_instance_variables];
+        let public_inputs = &assignment[1..shape.r1cs.num_instance_variables];
         let valid = Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, public_inputs, &proof).map_err(internal)?;
         if !valid {
             return Err(ProveError::Internal("the proof did not verify".into()));
@@ -298,16 +279,9 @@ impl Prover {
     /// witness-only synthesis: no constraint matrices are built per request.
     pub fn assignment(&self, prepared: &Prepared) -> Result<Vec<Fr>, ProveError> {
         let shape = &self.circuit(prepared.kind, prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?.shape;
-        let cs = ConstraintSystem::<Fr>::new_ref();
-        cs.set_optimization_goal(OptimizationGoal::Constraints);
-        cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
-        PaymentCircuit::for_proving(prepared.inputs.clone())
-            .generate_constraints(cs.clone())
+        let assignment = groth16::full_assignment(PaymentCircuit::for_proving(prepared.inputs.clone()))
             .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
-        let internal = |e: ark_relations::gr1cs::SynthesisError| ProveError::Internal(e.to_string());
-        let mut assignment = cs.instance_assignment().map_err(internal)?;
-        assignment.extend(cs.witness_assignment().map_err(internal)?);
-        if assignment.len() != shape.num_instance_variables + shape.info.witness_variables {
+        if assignment.len() != shape.r1cs.num_instance_variables + shape.r1cs.num_witness_variables {
             return Err(ProveError::Internal("witness size differs from the circuit's".into()));
         }
         Ok(assignment)
