@@ -20,7 +20,10 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("msm-g1");
     group.sample_size(10);
     for threads in [1, 2] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         for log in [15, 16] {
             let (b, s): (&[G1Affine], _) = (&bases[..1 << log], &scalars[..1 << log]);
             let id = format!("2^{log}, {threads} thread(s)");

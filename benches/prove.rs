@@ -14,21 +14,37 @@ fn repo() -> PathBuf {
 fn bench(c: &mut Criterion) {
     let keys = repo().join("keys");
     let prover = Prover::load_or_create(&keys).expect("keys");
-    let body = std::fs::read(repo().join("../shared/reference/requests/transfer-k6.json")).expect("sample");
+    let body = std::fs::read(repo().join("../shared/reference/requests/transfer-k6.json"))
+        .expect("sample");
 
     let mut group = c.benchmark_group("transfer-k6");
     group.sample_size(10);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     for n in [1, threads] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap();
         group.bench_function(format!("request to proof, {n} thread(s)"), |b| {
-            b.iter(|| pool.install(|| prover.prove(&prepare(Kind::Transfer, 6, &body).unwrap()).unwrap()))
+            b.iter(|| {
+                pool.install(|| {
+                    prover
+                        .prove(&prepare(Kind::Transfer, 6, &body).unwrap())
+                        .unwrap()
+                })
+            })
         });
     }
     let prepared = prepare(Kind::Transfer, 6, &body).unwrap();
-    group.bench_function("parse and native checks", |b| b.iter(|| prepare(Kind::Transfer, 6, &body).unwrap()));
-    group.bench_function("witness synthesis", |b| b.iter(|| prover.assignment(&prepared).unwrap()));
-    group.bench_function("load keys and matrices (k=6)", |b| b.iter(|| CircuitKeys::load_or_create(&keys, Kind::Transfer, 6).unwrap()));
+    group.bench_function("parse and native checks", |b| {
+        b.iter(|| prepare(Kind::Transfer, 6, &body).unwrap())
+    });
+    group.bench_function("witness synthesis", |b| {
+        b.iter(|| prover.assignment(&prepared).unwrap())
+    });
+    group.bench_function("load keys and matrices (k=6)", |b| {
+        b.iter(|| CircuitKeys::load_or_create(&keys, Kind::Transfer, 6).unwrap())
+    });
     group.finish();
 }
 

@@ -18,7 +18,8 @@ pub fn alloc_bits(
     (0..num_bits)
         .map(|i| {
             Boolean::new_witness(cs.clone(), || {
-                v.map(|v| v.get_bit(i)).ok_or(SynthesisError::AssignmentMissing)
+                v.map(|v| v.get_bit(i))
+                    .ok_or(SynthesisError::AssignmentMissing)
             })
         })
         .collect()

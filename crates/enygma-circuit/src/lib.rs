@@ -16,8 +16,8 @@ pub mod babyjubjub;
 pub mod bits;
 pub mod dvp;
 pub mod modl;
-pub mod poseidon;
 pub mod payment;
+pub mod poseidon;
 
 /// The BN254 scalar field: every value of the statement lives here.
 pub use ark_bn254::Fr;

@@ -79,16 +79,33 @@ fn check_k(k: usize) -> Result<()> {
 pub fn load_vk(keys_dir: &Path, kind: Kind, k: usize) -> Result<VerifyingKey<Bn254>> {
     check_k(k)?;
     let path = keys::KeyPaths::new(keys_dir, kind, k).verifying;
-    ensure!(path.exists(), "{} does not exist (run `enygma setup` to make development keys)", path.display());
+    ensure!(
+        path.exists(),
+        "{} does not exist (run `enygma setup` to make development keys)",
+        path.display()
+    );
     let vk = keys::load_verifying_key(&path)?;
-    let (n, expected) = (enygma_verifier::num_public_inputs(&vk), kind.num_public_inputs(k));
-    ensure!(n == expected, "{}: a key for {n} public inputs, the {kind} circuit for k={k} has {expected}", path.display());
+    let (n, expected) = (
+        enygma_verifier::num_public_inputs(&vk),
+        kind.num_public_inputs(k),
+    );
+    ensure!(
+        n == expected,
+        "{}: a key for {n} public inputs, the {kind} circuit for k={k} has {expected}",
+        path.display()
+    );
     Ok(vk)
 }
 
 /// A verifying key in `format`; the Solidity contract is named `contract`, by default
 /// `Enygma{Statement}VerifierK{k}`.
-pub fn export_vk(keys_dir: &Path, kind: Kind, k: usize, format: VkFormatArg, contract: Option<&str>) -> Result<Vec<u8>> {
+pub fn export_vk(
+    keys_dir: &Path,
+    kind: Kind,
+    k: usize,
+    format: VkFormatArg,
+    contract: Option<&str>,
+) -> Result<Vec<u8>> {
     let vk = load_vk(keys_dir, kind, k)?;
     let contract = contract.map_or_else(|| solidity::contract_name(kind.name(), k), str::to_string);
     Ok(enygma_verifier::export_vk(&vk, format.into(), &contract)?)
@@ -97,15 +114,24 @@ pub fn export_vk(keys_dir: &Path, kind: Kind, k: usize, format: VkFormatArg, con
 /// The verifier artifacts committed beside a verifying key in `keys/`: file name and format.
 pub fn committed_exports(kind: Kind, k: usize) -> [(String, VkFormatArg); 2] {
     [
-        (format!("{kind}-k{k}.verification_key.json"), VkFormatArg::Snarkjs),
-        (format!("{}.sol", solidity::contract_name(kind.name(), k)), VkFormatArg::Solidity),
+        (
+            format!("{kind}-k{k}.verification_key.json"),
+            VkFormatArg::Snarkjs,
+        ),
+        (
+            format!("{}.sol", solidity::contract_name(kind.name(), k)),
+            VkFormatArg::Solidity,
+        ),
     ]
 }
 
 /// Writes [`committed_exports`] of a statement's k into `keys_dir`, from the verifying key there.
 pub fn write_committed_exports(keys_dir: &Path, kind: Kind, k: usize) -> Result<()> {
     for (file, format) in committed_exports(kind, k) {
-        write_output(Some(&keys_dir.join(file)), &export_vk(keys_dir, kind, k, format, None)?)?;
+        write_output(
+            Some(&keys_dir.join(file)),
+            &export_vk(keys_dir, kind, k, format, None)?,
+        )?;
     }
     Ok(())
 }
@@ -133,7 +159,10 @@ pub fn export_proof(response: &[u8], out_dir: Option<&Path>) -> Result<()> {
     match out_dir {
         Some(dir) => {
             fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            for (name, text) in [("proof.json", &files.proof_json), ("public.json", &files.public_json)] {
+            for (name, text) in [
+                ("proof.json", &files.proof_json),
+                ("public.json", &files.public_json),
+            ] {
                 let path = dir.join(name);
                 fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
                 eprintln!("wrote {}", path.display());
@@ -146,7 +175,10 @@ pub fn export_proof(response: &[u8], out_dir: Option<&Path>) -> Result<()> {
                 proof: snarkjs::SnarkjsProof,
                 public: Vec<String>,
             }
-            let both = Both { proof: serde_json::from_str(&files.proof_json)?, public: serde_json::from_str(&files.public_json)? };
+            let both = Both {
+                proof: serde_json::from_str(&files.proof_json)?,
+                public: serde_json::from_str(&files.public_json)?,
+            };
             println!("{}", serde_json::to_string_pretty(&both)?);
         }
     }
@@ -176,11 +208,28 @@ pub fn write_verifier_fixtures(dir: &Path, opts: &FixtureOptions) -> Result<Vec<
     let mut cases = Vec::new(); // (name, statement, k, source, request body)
     for path in &opts.samples {
         let body = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let k = crate::request_k(&body).with_context(|| format!("{}: no anonymity_set", path.display()))?;
-        let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let name = if stem == format!("transfer-k{k}") { format!("{stem}-sample") } else { format!("transfer-k{k}-sample-{stem}") };
-        cases.push((name, Kind::Transfer, k, format!("sample request {file}, development keys keys/transfer-k{k}"), body));
+        let k = crate::request_k(&body)
+            .with_context(|| format!("{}: no anonymity_set", path.display()))?;
+        let file = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        );
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let name = if stem == format!("transfer-k{k}") {
+            format!("{stem}-sample")
+        } else {
+            format!("transfer-k{k}-sample-{stem}")
+        };
+        cases.push((
+            name,
+            Kind::Transfer,
+            k,
+            format!("sample request {file}, development keys keys/transfer-k{k}"),
+            body,
+        ));
     }
     for &kind in &opts.generated_circuits {
         for &k in &opts.generated_ks {
@@ -188,16 +237,24 @@ pub fn write_verifier_fixtures(dir: &Path, opts: &FixtureOptions) -> Result<Vec<
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(opts.seed.wrapping_add(k as u64));
             let inputs = PaymentInputs::generate(kind, k, sender, 25, 1000, &mut rng);
             let body = serde_json::to_vec(&request::to_request_json(&inputs))?;
-            let source = format!("generated request (seed {}, sender {sender}), development keys keys/{kind}-k{k}", opts.seed);
+            let source = format!(
+                "generated request (seed {}, sender {sender}), development keys keys/{kind}-k{k}",
+                opts.seed
+            );
             cases.push((format!("{kind}-k{k}-generated"), kind, k, source, body));
         }
     }
-    ensure!(!cases.is_empty(), "nothing to prove: give --sample FILE or --ks");
+    ensure!(
+        !cases.is_empty(),
+        "nothing to prove: give --sample FILE or --ks"
+    );
 
     // Refuse a bad request before loading keys.
     let prepared = cases
         .iter()
-        .map(|(name, kind, k, _, body)| enygma_prover::prepare(*kind, *k, body).with_context(|| name.clone()))
+        .map(|(name, kind, k, _, body)| {
+            enygma_prover::prepare(*kind, *k, body).with_context(|| name.clone())
+        })
         .collect::<Result<Vec<_>>>()?;
     let prover = Prover::load_or_create(&opts.keys_dir).context("loading keys")?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -210,10 +267,19 @@ pub fn write_verifier_fixtures(dir: &Path, opts: &FixtureOptions) -> Result<Vec<
         ensure!(
             enygma_verifier::verify_response(&pvk, &response_json)?,
             "{name}: the proof does not verify against {}",
-            keys::KeyPaths::new(&opts.keys_dir, *kind, *k).verifying.display()
+            keys::KeyPaths::new(&opts.keys_dir, *kind, *k)
+                .verifying
+                .display()
         );
         let contract = solidity::contract_name(kind.name(), *k);
-        let fixture = Fixture { name, k: Some(*k), source, contract_name: &contract, vk: &vk, response_json: &response_json };
+        let fixture = Fixture {
+            name,
+            k: Some(*k),
+            source,
+            contract_name: &contract,
+            vk: &vk,
+            response_json: &response_json,
+        };
         let out = write_fixture(dir, &fixture).with_context(|| name.clone())?;
         eprintln!("{}: {kind} k={k}, prove {:?}", out.display(), timings.prove);
         written.push(out);

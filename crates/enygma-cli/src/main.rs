@@ -17,7 +17,11 @@ use enygma_prover::{keys, request, CircuitShape, Kind, ProofResponse, Prover, SU
 use rand::SeedableRng;
 
 #[derive(Parser)]
-#[command(name = "enygma", version, about = "Groth16 prover for the Rayls Enygma transfer, deposit and withdraw circuits")]
+#[command(
+    name = "enygma",
+    version,
+    about = "Groth16 prover for the Rayls Enygma transfer, deposit and withdraw circuits"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -118,7 +122,12 @@ enum Command {
         #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "2,3,4,5,6")]
         ks: Vec<usize>,
         /// The statements of the generated requests, comma-separated.
-        #[arg(long, value_enum, value_delimiter = ',', default_value = "transfer,deposit,withdraw")]
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "transfer,deposit,withdraw"
+        )]
         circuits: Vec<export::CircuitArg>,
         #[arg(long, default_value_t = 5)]
         seed: u64,
@@ -160,11 +169,17 @@ fn statement_of(n: usize) -> Option<(Kind, usize)> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Setup { keys_dir, keep_existing } => {
+        Command::Setup {
+            keys_dir,
+            keep_existing,
+        } => {
             eprintln!("making DEVELOPMENT keys from the fixed public seed: not for production");
             if keep_existing {
                 load_prover(&keys_dir)?;
-                eprintln!("keys of every statement for k=2..6 are present in {} and match the circuits", keys_dir.display());
+                eprintln!(
+                    "keys of every statement for k=2..6 are present in {} and match the circuits",
+                    keys_dir.display()
+                );
                 return Ok(());
             }
             for kind in Kind::ALL {
@@ -172,11 +187,19 @@ fn run(cli: Cli) -> Result<()> {
                     let pk = keys::generate(kind, k)?;
                     keys::save(&keys_dir, kind, k, &pk)?;
                     export::write_committed_exports(&keys_dir, kind, k)?;
-                    eprintln!("{kind} k={k}: keys, snarkjs key and Solidity verifier written to {}", keys_dir.display());
+                    eprintln!(
+                        "{kind} k={k}: keys, snarkjs key and Solidity verifier written to {}",
+                        keys_dir.display()
+                    );
                 }
             }
         }
-        Command::Prove { input, circuit, k, keys_dir } => {
+        Command::Prove {
+            input,
+            circuit,
+            k,
+            keys_dir,
+        } => {
             let kind = Kind::from(circuit);
             let body = read_input(&input)?;
             let k = match k {
@@ -187,11 +210,15 @@ fn run(cli: Cli) -> Result<()> {
             let prepared = enygma_prover::prepare(kind, k, &body)?;
             let prover = load_prover(&keys_dir)?;
             let (response, timings) = prover.prove(&prepared)?;
-            eprintln!("{kind} k={k}: witness {:?}, prove {:?}", timings.witness, timings.prove);
+            eprintln!(
+                "{kind} k={k}: witness {:?}, prove {:?}",
+                timings.witness, timings.prove
+            );
             println!("{}", serde_json::to_string_pretty(&response)?);
         }
         Command::Verify { input, keys_dir } => {
-            let response: ProofResponse = serde_json::from_slice(&read_input(&input)?).context("not a proof response")?;
+            let response: ProofResponse =
+                serde_json::from_slice(&read_input(&input)?).context("not a proof response")?;
             let n = response.public_signal.len();
             let Some((kind, k)) = statement_of(n) else {
                 bail!("public_signal has {n} elements: not 8k + 2, 8k + 3 or 8k + 12 for any k in 2..=6");
@@ -201,12 +228,22 @@ fn run(cli: Cli) -> Result<()> {
             }
             eprintln!("valid ({kind} k={k})");
         }
-        Command::GenRequest { circuit, k, seed, sender_index, amount, balance, count, out } => {
+        Command::GenRequest {
+            circuit,
+            k,
+            seed,
+            sender_index,
+            amount,
+            balance,
+            count,
+            out,
+        } => {
             let kind = Kind::from(circuit);
             if !SUPPORTED_K.contains(&k) {
                 bail!("k value not supported: must be between 2 and 6");
             }
-            if sender_index.is_some_and(|s| s >= k) || (kind != Kind::Withdraw && amount > balance) {
+            if sender_index.is_some_and(|s| s >= k) || (kind != Kind::Withdraw && amount > balance)
+            {
                 bail!("need sender-index < k and (but for a withdraw) amount <= balance");
             }
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -226,7 +263,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info { json } => {
             let info = Kind::ALL
                 .into_iter()
-                .flat_map(|kind| SUPPORTED_K.map(move |k| CircuitShape::build(kind, k).map(|s| s.info)))
+                .flat_map(|kind| {
+                    SUPPORTED_K.map(move |k| CircuitShape::build(kind, k).map(|s| s.info))
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&info)?);
@@ -239,16 +278,41 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::ExportVk { circuit, k, format, keys_dir, contract, out } => {
-            let bytes = export::export_vk(&keys_dir, circuit.into(), k, format, contract.as_deref())?;
+        Command::ExportVk {
+            circuit,
+            k,
+            format,
+            keys_dir,
+            contract,
+            out,
+        } => {
+            let bytes =
+                export::export_vk(&keys_dir, circuit.into(), k, format, contract.as_deref())?;
             export::write_output(out.as_deref(), &bytes)?;
         }
-        Command::ExportProof { input, format: export::ProofFormatArg::Snarkjs, out_dir } => {
+        Command::ExportProof {
+            input,
+            format: export::ProofFormatArg::Snarkjs,
+            out_dir,
+        } => {
             export::export_proof(&read_input(&input)?, out_dir.as_deref())?;
         }
-        Command::VerifierFixtures { dir, sample, ks, circuits, seed, keys_dir } => {
+        Command::VerifierFixtures {
+            dir,
+            sample,
+            ks,
+            circuits,
+            seed,
+            keys_dir,
+        } => {
             let generated_circuits = circuits.into_iter().map(Kind::from).collect();
-            let opts = export::FixtureOptions { keys_dir, samples: sample, generated_ks: ks, generated_circuits, seed };
+            let opts = export::FixtureOptions {
+                keys_dir,
+                samples: sample,
+                generated_ks: ks,
+                generated_circuits,
+                seed,
+            };
             export::write_verifier_fixtures(&dir, &opts)?;
         }
     }
@@ -259,7 +323,12 @@ fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::new(enygma_prover::log_filter());
     // No colour codes when stderr is a file or a pipe (CI logs).
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

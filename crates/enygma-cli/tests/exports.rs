@@ -11,7 +11,10 @@ use enygma_prover::{keys, Kind, SUPPORTED_K};
 use enygma_verifier::{snarkjs, solidity};
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn keys_dir() -> PathBuf {
@@ -30,7 +33,11 @@ fn enygma(args: &[&str]) -> Output {
 
 fn enygma_ok(args: &[&str]) -> Vec<u8> {
     let out = enygma(args);
-    assert!(out.status.success(), "enygma {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "enygma {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
 }
 
@@ -38,13 +45,18 @@ fn enygma_ok(args: &[&str]) -> Vec<u8> {
 fn committed_exports(kind: Kind, k: usize) -> [(String, &'static str); 2] {
     [
         (format!("{kind}-k{k}.verification_key.json"), "snarkjs"),
-        (format!("{}.sol", solidity::contract_name(kind.name(), k)), "solidity"),
+        (
+            format!("{}.sol", solidity::contract_name(kind.name(), k)),
+            "solidity",
+        ),
     ]
 }
 
 /// Every (statement, k) with committed keys.
 fn circuits() -> impl Iterator<Item = (Kind, usize)> {
-    Kind::ALL.into_iter().flat_map(|kind| SUPPORTED_K.map(move |k| (kind, k)))
+    Kind::ALL
+        .into_iter()
+        .flat_map(|kind| SUPPORTED_K.map(move |k| (kind, k)))
 }
 
 #[test]
@@ -53,9 +65,19 @@ fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
     let dir_arg = dir.to_str().unwrap();
     for (kind, k) in circuits() {
         for (file, format) in committed_exports(kind, k) {
-            let committed = std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("keys/{file}: {e}"));
-            let exported =
-                enygma_ok(&["export-vk", "--circuit", kind.name(), "--k", &k.to_string(), "--format", format, "--keys-dir", dir_arg]);
+            let committed =
+                std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("keys/{file}: {e}"));
+            let exported = enygma_ok(&[
+                "export-vk",
+                "--circuit",
+                kind.name(),
+                "--k",
+                &k.to_string(),
+                "--format",
+                format,
+                "--keys-dir",
+                dir_arg,
+            ]);
             assert!(
                 committed == exported,
                 "keys/{file} differs from `enygma export-vk --circuit {kind} --k {k} --format {format}`: regenerate it with\n  \
@@ -71,13 +93,24 @@ fn committed_snarkjs_keys_read_back_to_the_committed_verifying_keys() {
     let dir = keys_dir();
     for (kind, k) in circuits() {
         let vk = keys::load_verifying_key(&keys::KeyPaths::new(&dir, kind, k).verifying).unwrap();
-        let json = std::fs::read_to_string(dir.join(format!("{kind}-k{k}.verification_key.json"))).unwrap();
-        assert_eq!(snarkjs::vk_from_snarkjs_json(&json).unwrap(), vk, "{kind} k={k}");
-        assert_eq!(enygma_verifier::num_public_inputs(&vk), kind.num_public_inputs(k));
+        let json = std::fs::read_to_string(dir.join(format!("{kind}-k{k}.verification_key.json")))
+            .unwrap();
+        assert_eq!(
+            snarkjs::vk_from_snarkjs_json(&json).unwrap(),
+            vk,
+            "{kind} k={k}"
+        );
+        assert_eq!(
+            enygma_verifier::num_public_inputs(&vk),
+            kind.num_public_inputs(k)
+        );
         let contract = solidity::contract_name(kind.name(), k);
         let sol = std::fs::read_to_string(dir.join(format!("{contract}.sol"))).unwrap();
         assert!(sol.contains(&format!("contract {contract} {{")));
-        assert!(sol.contains(&format!("uint256 public constant PUBLIC_INPUTS = {};", kind.num_public_inputs(k))));
+        assert!(sol.contains(&format!(
+            "uint256 public constant PUBLIC_INPUTS = {};",
+            kind.num_public_inputs(k)
+        )));
     }
 }
 
@@ -86,24 +119,82 @@ fn export_vk_formats_and_errors() {
     let dir = keys_dir();
     let dir_arg = dir.to_str().unwrap();
     // arkworks: the hex of the committed .vk file.
-    let hex = String::from_utf8(enygma_ok(&["export-vk", "--k", "3", "--format", "arkworks", "--keys-dir", dir_arg])).unwrap();
+    let hex = String::from_utf8(enygma_ok(&[
+        "export-vk",
+        "--k",
+        "3",
+        "--format",
+        "arkworks",
+        "--keys-dir",
+        dir_arg,
+    ]))
+    .unwrap();
     let bytes = std::fs::read(dir.join("transfer-k3.vk")).unwrap();
     assert_eq!(hex, enygma_verifier::arkworks::to_hex(&bytes));
-    assert_eq!(enygma_ok(&["export-vk", "--k", "3", "--format", "arkworks-bin", "--keys-dir", dir_arg]), bytes);
+    assert_eq!(
+        enygma_ok(&[
+            "export-vk",
+            "--k",
+            "3",
+            "--format",
+            "arkworks-bin",
+            "--keys-dir",
+            dir_arg
+        ]),
+        bytes
+    );
     // --out writes the same bytes as standard output.
     let tmp = std::env::temp_dir().join(format!("enygma-export-vk-{}.sol", std::process::id()));
-    enygma_ok(&["export-vk", "--k", "2", "--format", "solidity", "--contract", "MyVerifier", "--keys-dir", dir_arg, "--out", tmp.to_str().unwrap()]);
+    enygma_ok(&[
+        "export-vk",
+        "--k",
+        "2",
+        "--format",
+        "solidity",
+        "--contract",
+        "MyVerifier",
+        "--keys-dir",
+        dir_arg,
+        "--out",
+        tmp.to_str().unwrap(),
+    ]);
     let sol = std::fs::read_to_string(&tmp).unwrap();
     std::fs::remove_file(&tmp).unwrap();
     assert!(sol.contains("contract MyVerifier {"));
 
-    let err = enygma(&["export-vk", "--k", "7", "--format", "snarkjs", "--keys-dir", dir_arg]);
+    let err = enygma(&[
+        "export-vk",
+        "--k",
+        "7",
+        "--format",
+        "snarkjs",
+        "--keys-dir",
+        dir_arg,
+    ]);
     assert!(!err.status.success());
     assert!(String::from_utf8_lossy(&err.stderr).contains("k value not supported"));
-    let err = enygma(&["export-vk", "--k", "2", "--format", "snarkjs", "--keys-dir", "/nonexistent"]);
+    let err = enygma(&[
+        "export-vk",
+        "--k",
+        "2",
+        "--format",
+        "snarkjs",
+        "--keys-dir",
+        "/nonexistent",
+    ]);
     assert!(!err.status.success());
     assert!(String::from_utf8_lossy(&err.stderr).contains("enygma setup"));
-    let err = enygma(&["export-vk", "--k", "2", "--format", "solidity", "--contract", "1bad", "--keys-dir", dir_arg]);
+    let err = enygma(&[
+        "export-vk",
+        "--k",
+        "2",
+        "--format",
+        "solidity",
+        "--contract",
+        "1bad",
+        "--keys-dir",
+        dir_arg,
+    ]);
     assert!(!err.status.success());
 }
 
@@ -113,45 +204,101 @@ fn fixtures_and_export_proof_round_trip_a_real_proof() {
     let tmp = std::env::temp_dir().join(format!("enygma-cli-fixtures-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let dir = keys_dir();
-    enygma_ok(&["verifier-fixtures", tmp.to_str().unwrap(), "--ks", "2", "--keys-dir", dir.to_str().unwrap()]);
+    enygma_ok(&[
+        "verifier-fixtures",
+        tmp.to_str().unwrap(),
+        "--ks",
+        "2",
+        "--keys-dir",
+        dir.to_str().unwrap(),
+    ]);
     let fx = tmp.join("transfer-k2-generated");
     let read = |f: &str| std::fs::read_to_string(fx.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
 
     // The fixture holds the committed artifacts.
-    assert_eq!(read("verification_key.json"), std::fs::read_to_string(dir.join("transfer-k2.verification_key.json")).unwrap());
-    assert_eq!(read("Verifier.sol"), std::fs::read_to_string(dir.join("EnygmaTransferVerifierK2.sol")).unwrap());
+    assert_eq!(
+        read("verification_key.json"),
+        std::fs::read_to_string(dir.join("transfer-k2.verification_key.json")).unwrap()
+    );
+    assert_eq!(
+        read("Verifier.sol"),
+        std::fs::read_to_string(dir.join("EnygmaTransferVerifierK2.sol")).unwrap()
+    );
 
     // export-proof --out-dir writes the fixture's proof.json and public.json ...
     let response = fx.join("response.json");
     let out = tmp.join("exported");
-    enygma_ok(&["export-proof", response.to_str().unwrap(), "--format", "snarkjs", "--out-dir", out.to_str().unwrap()]);
+    enygma_ok(&[
+        "export-proof",
+        response.to_str().unwrap(),
+        "--format",
+        "snarkjs",
+        "--out-dir",
+        out.to_str().unwrap(),
+    ]);
     let proof_json = std::fs::read_to_string(out.join("proof.json")).unwrap();
     let public_json = std::fs::read_to_string(out.join("public.json")).unwrap();
     assert_eq!(proof_json, read("proof.json"));
     assert_eq!(public_json, read("public.json"));
     // ... which convert back to the response, and the response verifies.
     let back = snarkjs::snarkjs_to_response(&proof_json, &public_json).unwrap();
-    assert_eq!(back, enygma_verifier::ProofResponse::from_json(&read("response.json")).unwrap());
-    enygma_ok(&["verify", response.to_str().unwrap(), "--keys-dir", dir.to_str().unwrap()]);
+    assert_eq!(
+        back,
+        enygma_verifier::ProofResponse::from_json(&read("response.json")).unwrap()
+    );
+    enygma_ok(&[
+        "verify",
+        response.to_str().unwrap(),
+        "--keys-dir",
+        dir.to_str().unwrap(),
+    ]);
     // The deposit and withdraw fixtures too: `verify` tells the statement by the number of
     // public inputs, and the fixtures hold those statements' committed verifiers.
-    for (kind, contract) in [("deposit", "EnygmaDepositVerifierK2"), ("withdraw", "EnygmaWithdrawVerifierK2")] {
+    for (kind, contract) in [
+        ("deposit", "EnygmaDepositVerifierK2"),
+        ("withdraw", "EnygmaWithdrawVerifierK2"),
+    ] {
         let fx = tmp.join(format!("{kind}-k2-generated"));
-        let out = enygma(&["verify", fx.join("response.json").to_str().unwrap(), "--keys-dir", dir.to_str().unwrap()]);
-        assert!(out.status.success(), "{kind}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = enygma(&[
+            "verify",
+            fx.join("response.json").to_str().unwrap(),
+            "--keys-dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("valid ({kind} k=2)")));
         let sol = std::fs::read_to_string(fx.join("Verifier.sol")).unwrap();
-        assert_eq!(sol, std::fs::read_to_string(dir.join(format!("{contract}.sol"))).unwrap());
+        assert_eq!(
+            sol,
+            std::fs::read_to_string(dir.join(format!("{contract}.sol"))).unwrap()
+        );
     }
 
     // Without --out-dir: one object with both.
-    let both: serde_json::Value = serde_json::from_slice(&enygma_ok(&["export-proof", response.to_str().unwrap()])).unwrap();
-    assert_eq!(both["proof"], serde_json::from_str::<serde_json::Value>(&proof_json).unwrap());
-    assert_eq!(both["public"], serde_json::from_str::<serde_json::Value>(&public_json).unwrap());
+    let both: serde_json::Value =
+        serde_json::from_slice(&enygma_ok(&["export-proof", response.to_str().unwrap()])).unwrap();
+    assert_eq!(
+        both["proof"],
+        serde_json::from_str::<serde_json::Value>(&proof_json).unwrap()
+    );
+    assert_eq!(
+        both["public"],
+        serde_json::from_str::<serde_json::Value>(&public_json).unwrap()
+    );
 
     // A malformed response is refused.
     let bad = tmp.join("bad.json");
-    std::fs::write(&bad, read("response.json").replacen("\"pi_a\"", "\"pi_x\"", 1)).unwrap();
-    assert!(!enygma(&["export-proof", bad.to_str().unwrap()]).status.success());
+    std::fs::write(
+        &bad,
+        read("response.json").replacen("\"pi_a\"", "\"pi_x\"", 1),
+    )
+    .unwrap();
+    assert!(!enygma(&["export-proof", bad.to_str().unwrap()])
+        .status
+        .success());
     std::fs::remove_dir_all(&tmp).unwrap();
 }

@@ -45,5 +45,8 @@ fn main() {
             _ => enygma_msm::msm(&bases, &scalars),
         };
     }
-    println!("{which} 2^{log}: {:.1} ms per MSM ({check:?})", started.elapsed().as_secs_f64() * 1e3 / runs as f64);
+    println!(
+        "{which} 2^{log}: {:.1} ms per MSM ({check:?})",
+        started.elapsed().as_secs_f64() * 1e3 / runs as f64
+    );
 }

@@ -41,7 +41,9 @@ const REDUCE_COST: usize = 27;
 /// The window width minimising `windows × (n × FILL_COST + buckets × REDUCE_COST)`.
 pub fn window_bits(n: usize) -> usize {
     (2..=15)
-        .min_by_key(|&c| (FOLDED_BITS / c + 1) * (n * FILL_COST + (1usize << (c - 1)) * REDUCE_COST))
+        .min_by_key(|&c| {
+            (FOLDED_BITS / c + 1) * (n * FILL_COST + (1usize << (c - 1)) * REDUCE_COST)
+        })
         .expect("non-empty range")
 }
 
@@ -51,7 +53,10 @@ pub fn window_bits(n: usize) -> usize {
 ///
 /// Witness vectors are mostly 0 and ±1 (bits, flags): those are skipped or added directly,
 /// and the window width is chosen for the remaining scalars only.
-pub fn msm<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Scalar]) -> Projective<P> {
+pub fn msm<P: SWCurveConfig<ScalarField = Fr>>(
+    bases: &[Affine<P>],
+    scalars: &[Scalar],
+) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let one = Scalar::from(1u64);
     let mut minus_one = Fr::MODULUS;
@@ -75,14 +80,23 @@ pub fn msm<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[S
 
 /// [`msm`] without the special cases, with a fixed window width `c` in `2..=15` (the digits
 /// are stored in 16 bits).
-pub fn msm_with_window<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Scalar], c: usize) -> Projective<P> {
+pub fn msm_with_window<P: SWCurveConfig<ScalarField = Fr>>(
+    bases: &[Affine<P>],
+    scalars: &[Scalar],
+    c: usize,
+) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let all: Vec<u32> = (0..n as u32).collect();
     pippenger(bases, scalars, &all, c)
 }
 
 /// `Σ scalars[i] · bases[i]` over `i` in `indices`.
-fn pippenger<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Scalar], indices: &[u32], c: usize) -> Projective<P> {
+fn pippenger<P: SWCurveConfig<ScalarField = Fr>>(
+    bases: &[Affine<P>],
+    scalars: &[Scalar],
+    indices: &[u32],
+    c: usize,
+) -> Projective<P> {
     assert!((2..=15).contains(&c), "window width {c} outside 2..=15");
     let m = indices.len();
     if m == 0 {
@@ -154,7 +168,11 @@ fn signed_digits(s: &Scalar, c: usize, out: &mut [u16]) {
             carry = 0;
             (digit, false)
         };
-        *out = if magnitude == 0 { 0 } else { ((magnitude as u16) << 1) | (negative ^ negated) as u16 };
+        *out = if magnitude == 0 {
+            0
+        } else {
+            ((magnitude as u16) << 1) | (negative ^ negated) as u16
+        };
     }
     // The top window holds fewer than c bits of a folded scalar, so it never carries out.
     debug_assert_eq!(carry, 0);
@@ -211,7 +229,11 @@ impl<P: SWCurveConfig> Window<P> {
     }
 
     /// `Σ digit_i · bases[i]` for this window's digits.
-    fn sum<'a>(mut self, bases: impl Iterator<Item = &'a Affine<P>>, digits: impl Iterator<Item = u16>) -> Projective<P> {
+    fn sum<'a>(
+        mut self,
+        bases: impl Iterator<Item = &'a Affine<P>>,
+        digits: impl Iterator<Item = u16>,
+    ) -> Projective<P> {
         for (base, digit) in bases.zip(digits) {
             if digit == 0 || base.is_zero() {
                 continue;
@@ -289,7 +311,11 @@ impl<P: SWCurveConfig> Window<P> {
             (false, point.x - current.x)
         };
         self.pending[b] = true;
-        self.batch.push(Addition { bucket, doubling, point });
+        self.batch.push(Addition {
+            bucket,
+            doubling,
+            point,
+        });
         self.denominators.push(denominator);
     }
 
@@ -308,7 +334,11 @@ impl<P: SWCurveConfig> Window<P> {
         for i in (0..self.batch.len()).rev() {
             let inv_i = inverse * self.prefix[i];
             inverse *= self.denominators[i];
-            let Addition { bucket, doubling, point } = self.batch[i];
+            let Addition {
+                bucket,
+                doubling,
+                point,
+            } = self.batch[i];
             let b = bucket as usize;
             let q = self.buckets[b];
             let lambda = if doubling {
@@ -393,7 +423,12 @@ mod tests {
         assert_eq!(msm(bases, scalars), expected, "{what}: n = {}", bases.len());
         // Every window width must agree, not just the one the cost model picks.
         for c in [2, 5, 8, 13] {
-            assert_eq!(msm_with_window(bases, scalars, c), expected, "{what}: n = {}, c = {c}", bases.len());
+            assert_eq!(
+                msm_with_window(bases, scalars, c),
+                expected,
+                "{what}: n = {}, c = {c}",
+                bases.len()
+            );
         }
     }
 
@@ -440,7 +475,9 @@ mod tests {
         half_plus_one.add_with_carry(&Scalar::from(1u64));
         let mut half_minus_one = half;
         half_minus_one.sub_with_borrow(&Scalar::from(1u64));
-        let around: Vec<Scalar> = (0..500).map(|i| [half, half_plus_one, half_minus_one][i % 3]).collect();
+        let around: Vec<Scalar> = (0..500)
+            .map(|i| [half, half_plus_one, half_minus_one][i % 3])
+            .collect();
         check(&bases, &around, "(r-1)/2 and its neighbours");
     }
 
@@ -449,19 +486,40 @@ mod tests {
         let base = random_bases::<P>(1, &mut rng)[0];
         let bases = vec![base; 3000];
         // Equal scalars put every point into the same bucket: the doubling and queue paths.
-        check(&bases, &vec![Fr::rand(&mut rng).into_bigint(); 3000], "same base, same scalar");
-        check(&bases, &random_scalars(3000, &mut rng), "same base, random scalars");
-        check(&bases, &vec![Scalar::from(1u64); 3000], "same base, scalar 1");
+        check(
+            &bases,
+            &vec![Fr::rand(&mut rng).into_bigint(); 3000],
+            "same base, same scalar",
+        );
+        check(
+            &bases,
+            &random_scalars(3000, &mut rng),
+            "same base, random scalars",
+        );
+        check(
+            &bases,
+            &vec![Scalar::from(1u64); 3000],
+            "same base, scalar 1",
+        );
     }
 
     fn equal_small_scalars_on_distinct_bases<P: Group>() {
         // Circuits' witnesses are mostly 0 and 1: all of them hit one bucket of one window.
         let mut rng = ChaCha20Rng::seed_from_u64(7);
         let bases = random_bases::<P>(4096, &mut rng);
-        let scalars: Vec<Scalar> = (0..4096).map(|i| Scalar::from((i % 3 == 0) as u64)).collect();
+        let scalars: Vec<Scalar> = (0..4096)
+            .map(|i| Scalar::from((i % 3 == 0) as u64))
+            .collect();
         check(&bases, &scalars, "0/1 scalars");
-        let mixed: Vec<Scalar> =
-            (0..4096).map(|i| if i % 2 == 0 { Scalar::from(1u64) } else { Fr::rand(&mut rng).into_bigint() }).collect();
+        let mixed: Vec<Scalar> = (0..4096)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Scalar::from(1u64)
+                } else {
+                    Fr::rand(&mut rng).into_bigint()
+                }
+            })
+            .collect();
         check(&bases, &mixed, "half 1, half random");
     }
 
@@ -484,9 +542,16 @@ mod tests {
         let same: Vec<Scalar> = s.iter().flat_map(|s| [*s, *s]).collect();
         assert!(msm(&bases, &same).is_zero(), "P·s + (-P)·s");
         check(&bases, &same, "P and -P, same scalar");
-        check(&bases, &random_scalars(400, &mut rng), "P and -P, random scalars");
+        check(
+            &bases,
+            &random_scalars(400, &mut rng),
+            "P and -P, random scalars",
+        );
         // The same point with scalars s and r - s also cancels, through the folding.
-        let negated: Vec<Scalar> = s.iter().flat_map(|s| [*s, (-Fr::from_bigint(*s).unwrap()).into_bigint()]).collect();
+        let negated: Vec<Scalar> = s
+            .iter()
+            .flat_map(|s| [*s, (-Fr::from_bigint(*s).unwrap()).into_bigint()])
+            .collect();
         let doubled: Vec<Affine<P>> = half.iter().flat_map(|p| [*p, *p]).collect();
         assert!(msm(&doubled, &negated).is_zero(), "P·s + P·(r-s)");
     }
@@ -504,7 +569,10 @@ mod tests {
     #[test]
     fn window_width_grows_with_size() {
         let (small, large) = (window_bits(100), window_bits(1 << 16));
-        assert!(small < large, "c({small}) for 100 points, c({large}) for 2^16");
+        assert!(
+            small < large,
+            "c({small}) for 100 points, c({large}) for 2^16"
+        );
         assert!((2..=15).contains(&window_bits(1)) && (2..=15).contains(&window_bits(1 << 24)));
     }
 
@@ -512,7 +580,12 @@ mod tests {
     fn digits_recompose_to_the_scalar() {
         let mut rng = ChaCha20Rng::seed_from_u64(11);
         let mut scalars = random_scalars(200, &mut rng);
-        scalars.extend([Scalar::zero(), Scalar::from(1u64), (-Fr::from(1u64)).into_bigint(), half_modulus()]);
+        scalars.extend([
+            Scalar::zero(),
+            Scalar::from(1u64),
+            (-Fr::from(1u64)).into_bigint(),
+            half_modulus(),
+        ]);
         for c in 2..=15 {
             let windows = FOLDED_BITS / c + 1;
             for s in &scalars {

@@ -14,7 +14,9 @@ use ark_groth16::{r1cs_to_qap::LibsnarkReduction, Groth16};
 use ark_snark::SNARK;
 use ark_std::{UniformRand, Zero};
 use enygma_circuit::Fr;
-use enygma_prover::groth16::{create_proof, full_assignment, r1cs, sample_transfer, R1cs, MsmBackend, PhaseTimings};
+use enygma_prover::groth16::{
+    create_proof, full_assignment, r1cs, sample_transfer, MsmBackend, PhaseTimings, R1cs,
+};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -24,8 +26,12 @@ fn median(mut v: Vec<Duration>) -> f64 {
 }
 
 fn main() {
-    let proofs: usize = std::env::args().nth(1).map_or(10, |n| n.parse().expect("proofs per setting"));
-    let only_threads: Option<usize> = std::env::args().nth(2).map(|n| n.parse().expect("thread count"));
+    let proofs: usize = std::env::args()
+        .nth(1)
+        .map_or(10, |n| n.parse().expect("proofs per setting"));
+    let only_threads: Option<usize> = std::env::args()
+        .nth(2)
+        .map(|n| n.parse().expect("thread count"));
     let only_backend = std::env::args().nth(3).map(|b| match b.as_str() {
         "arkworks" => MsmBackend::Arkworks,
         "enygma-g1" => MsmBackend::EnygmaG1,
@@ -38,7 +44,12 @@ fn main() {
     let started = Instant::now();
     let (pk, vk) = Groth16::<Bn254>::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
     eprintln!("setup {:.1} s", started.elapsed().as_secs_f64());
-    let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(setup).unwrap();
+    let R1cs {
+        matrices,
+        num_instance_variables: instance,
+        num_constraints: constraints,
+        ..
+    } = r1cs(setup).unwrap();
     let assignment = full_assignment(proving).unwrap();
 
     let zeros = assignment.iter().filter(|x| x.is_zero()).count();
@@ -64,8 +75,14 @@ fn main() {
 
     println!("| threads | prover | witness map | to bigint | MSM A | MSM B G1 | MSM B G2 | MSM H | MSM L | total (ms) |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for threads in [1, 2].into_iter().filter(|t| only_threads.is_none_or(|o| o == *t)) {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    for threads in [1, 2]
+        .into_iter()
+        .filter(|t| only_threads.is_none_or(|o| o == *t))
+    {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
         let public = &assignment[1..instance];
         let mut ark = Vec::new();
         for _ in 0..if only_backend.is_some() { 0 } else { proofs } {
@@ -73,7 +90,13 @@ fn main() {
             let started = Instant::now();
             let proof = pool.install(|| {
                 Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
-                    &pk, r, s, &matrices, instance, constraints, &assignment,
+                    &pk,
+                    r,
+                    s,
+                    &matrices,
+                    instance,
+                    constraints,
+                    &assignment,
                 )
                 .unwrap()
             });
@@ -81,14 +104,35 @@ fn main() {
             assert!(Groth16::<Bn254>::verify(&vk, public, &proof).unwrap());
         }
         if !ark.is_empty() {
-            println!("| {threads} | ark-groth16 | | | | | | | | {:.0} |", median(ark));
+            println!(
+                "| {threads} | ark-groth16 | | | | | | | | {:.0} |",
+                median(ark)
+            );
         }
-        for backend in [MsmBackend::Arkworks, MsmBackend::EnygmaG1, MsmBackend::Enygma].into_iter().filter(|b| only_backend.is_none_or(|o| o == *b)) {
+        for backend in [
+            MsmBackend::Arkworks,
+            MsmBackend::EnygmaG1,
+            MsmBackend::Enygma,
+        ]
+        .into_iter()
+        .filter(|b| only_backend.is_none_or(|o| o == *b))
+        {
             let mut all: Vec<PhaseTimings> = Vec::new();
             for _ in 0..proofs {
                 let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
                 let (proof, t) = pool
-                    .install(|| create_proof(&pk, r, s, &matrices, instance, constraints, &assignment, backend))
+                    .install(|| {
+                        create_proof(
+                            &pk,
+                            r,
+                            s,
+                            &matrices,
+                            instance,
+                            constraints,
+                            &assignment,
+                            backend,
+                        )
+                    })
                     .unwrap();
                 assert!(Groth16::<Bn254>::verify(&vk, public, &proof).unwrap());
                 all.push(t);

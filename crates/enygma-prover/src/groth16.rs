@@ -22,8 +22,8 @@ use ark_groth16::{
 };
 use ark_poly::GeneralEvaluationDomain;
 use ark_relations::gr1cs::{
-    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError, SynthesisMode,
-    R1CS_PREDICATE_LABEL,
+    ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError,
+    SynthesisMode, R1CS_PREDICATE_LABEL,
 };
 use enygma_circuit::{
     payment::{constraints::PaymentCircuit, Kind, PaymentInputs},
@@ -135,14 +135,22 @@ pub fn create_proof(
     // The constant 1 is not a scalar of the MSMs: its query point is added directly.
     let ((assignment, h), to_bigint) = timed(|| {
         both(
-            || full_assignment[1..].par_iter().map(|x| x.into_bigint()).collect::<Vec<_>>(),
+            || {
+                full_assignment[1..]
+                    .par_iter()
+                    .map(|x| x.into_bigint())
+                    .collect::<Vec<_>>()
+            },
             || h.par_iter().map(|x| x.into_bigint()).collect::<Vec<_>>(),
         )
     });
     t.to_bigint = to_bigint;
     let witness = &assignment[num_instance_variables - 1..];
 
-    let (((h_acc, msm_h), (l_acc, msm_l)), ((a_acc, msm_a), ((b1_acc, msm_b_g1), (b2_acc, msm_b_g2)))) = both(
+    let (
+        ((h_acc, msm_h), (l_acc, msm_l)),
+        ((a_acc, msm_a), ((b1_acc, msm_b_g1), (b2_acc, msm_b_g2))),
+    ) = both(
         || {
             both(
                 || timed(|| msm_g1(msm, &pk.h_query, &h)),
@@ -168,7 +176,11 @@ pub fn create_proof(
     let g1_b = b1_acc + pk.b_g1_query[0] + pk.beta_g1 + delta_g1 * s;
     let g2_b = b2_acc + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
     let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + l_acc + h_acc;
-    let proof = Proof { a: g_a.into_affine(), b: g2_b.into_affine(), c: g_c.into_affine() };
+    let proof = Proof {
+        a: g_a.into_affine(),
+        b: g2_b.into_affine(),
+        c: g_c.into_affine(),
+    };
     t.total = started.elapsed();
     Ok((proof, t))
 }
@@ -189,7 +201,10 @@ pub fn r1cs<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<R1cs, SynthesisE
     cs.set_mode(SynthesisMode::Setup);
     circuit.generate_constraints(cs.clone())?;
     cs.finalize();
-    let matrices = cs.to_matrices()?.remove(R1CS_PREDICATE_LABEL).ok_or(SynthesisError::MissingCS)?;
+    let matrices = cs
+        .to_matrices()?
+        .remove(R1CS_PREDICATE_LABEL)
+        .ok_or(SynthesisError::MissingCS)?;
     Ok(R1cs {
         matrices,
         num_instance_variables: cs.num_instance_variables(),
@@ -200,10 +215,15 @@ pub fn r1cs<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<R1cs, SynthesisE
 
 /// The full assignment (the constant 1, the public inputs, then the witness) from a
 /// witness-only synthesis.
-pub fn full_assignment<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<Vec<Fr>, SynthesisError> {
+pub fn full_assignment<C: ConstraintSynthesizer<Fr>>(
+    circuit: C,
+) -> Result<Vec<Fr>, SynthesisError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
-    cs.set_mode(SynthesisMode::Prove { construct_matrices: false, generate_lc_assignments: false });
+    cs.set_mode(SynthesisMode::Prove {
+        construct_matrices: false,
+        generate_lc_assignments: false,
+    });
     circuit.generate_constraints(cs.clone())?;
     let mut assignment = cs.instance_assignment()?;
     assignment.extend(cs.witness_assignment()?);
@@ -214,21 +234,30 @@ pub fn full_assignment<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<Vec<F
 /// transfer (sender 2, amount 25 of a balance of 100), for tests and measurements.
 pub fn sample_transfer<R: rand::Rng>(k: usize, rng: &mut R) -> (PaymentCircuit, PaymentCircuit) {
     let inputs = PaymentInputs::generate(Kind::Transfer, k, 2, 25, 100, rng);
-    (PaymentCircuit::for_setup(Kind::Transfer, k), PaymentCircuit::for_proving(inputs))
+    (
+        PaymentCircuit::for_setup(Kind::Transfer, k),
+        PaymentCircuit::for_proving(inputs),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use ark_groth16::Groth16;
-    use ark_r1cs_std::{alloc::AllocVar, eq::EqGadget, fields::fp::FpVar, fields::FieldVar, GR1CSVar};
+    use ark_r1cs_std::{
+        alloc::AllocVar, eq::EqGadget, fields::fp::FpVar, fields::FieldVar, GR1CSVar,
+    };
     use ark_relations::gr1cs::ConstraintSystemRef;
     use ark_snark::SNARK;
     use ark_std::UniformRand;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    const BACKENDS: [MsmBackend; 3] = [MsmBackend::Arkworks, MsmBackend::EnygmaG1, MsmBackend::Enygma];
+    const BACKENDS: [MsmBackend; 3] = [
+        MsmBackend::Arkworks,
+        MsmBackend::EnygmaG1,
+        MsmBackend::Enygma,
+    ];
 
     /// A random circuit: products and sums of random public and private values, with some
     /// 0/1 witnesses (the common case in real circuits) and enough constraints to need a
@@ -243,16 +272,35 @@ mod tests {
     impl RandomCircuit {
         fn new(rng: &mut ChaCha20Rng) -> Self {
             let public = (0..5).map(|_| Fr::rand(rng)).collect();
-            let private = (0..40).map(|i| if i % 4 == 0 { Fr::from((i % 8 == 0) as u64) } else { Fr::rand(rng) }).collect();
-            Self { public, private, rounds: 300 }
+            let private = (0..40)
+                .map(|i| {
+                    if i % 4 == 0 {
+                        Fr::from((i % 8 == 0) as u64)
+                    } else {
+                        Fr::rand(rng)
+                    }
+                })
+                .collect();
+            Self {
+                public,
+                private,
+                rounds: 300,
+            }
         }
     }
 
     impl ConstraintSynthesizer<Fr> for RandomCircuit {
         fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
-            let public: Vec<_> = self.public.iter().map(|x| FpVar::new_input(cs.clone(), || Ok(*x))).collect::<Result<_, _>>()?;
-            let private: Vec<_> =
-                self.private.iter().map(|x| FpVar::new_witness(cs.clone(), || Ok(*x))).collect::<Result<_, _>>()?;
+            let public: Vec<_> = self
+                .public
+                .iter()
+                .map(|x| FpVar::new_input(cs.clone(), || Ok(*x)))
+                .collect::<Result<_, _>>()?;
+            let private: Vec<_> = self
+                .private
+                .iter()
+                .map(|x| FpVar::new_witness(cs.clone(), || Ok(*x)))
+                .collect::<Result<_, _>>()?;
             let mut acc = public[0].clone();
             for i in 0..self.rounds {
                 let x = &private[i % private.len()];
@@ -277,24 +325,40 @@ mod tests {
         r: Fr,
         s: Fr,
     ) {
-        let expected = Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
-            pk,
-            r,
-            s,
-            matrices,
-            num_instance_variables,
-            num_constraints,
-            assignment,
-        )
-        .unwrap();
+        let expected =
+            Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
+                pk,
+                r,
+                s,
+                matrices,
+                num_instance_variables,
+                num_constraints,
+                assignment,
+            )
+            .unwrap();
         let public = &assignment[1..num_instance_variables];
-        assert!(Groth16::<Bn254>::verify(&pk.vk, public, &expected).unwrap(), "ark-groth16's proof must verify");
+        assert!(
+            Groth16::<Bn254>::verify(&pk.vk, public, &expected).unwrap(),
+            "ark-groth16's proof must verify"
+        );
         for backend in BACKENDS {
             for threads in [1, 2] {
-                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
                 let (proof, t) = pool
                     .install(|| {
-                        create_proof(pk, r, s, matrices, num_instance_variables, num_constraints, assignment, backend)
+                        create_proof(
+                            pk,
+                            r,
+                            s,
+                            matrices,
+                            num_instance_variables,
+                            num_constraints,
+                            assignment,
+                            backend,
+                        )
                     })
                     .unwrap();
                 assert_eq!(proof, expected, "{backend:?} on {threads} thread(s)");
@@ -309,10 +373,19 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let circuit = RandomCircuit::new(&mut rng);
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
-        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(circuit.clone()).unwrap();
+        let R1cs {
+            matrices,
+            num_instance_variables: instance,
+            num_constraints: constraints,
+            ..
+        } = r1cs(circuit.clone()).unwrap();
         let assignment = full_assignment(circuit.clone()).unwrap();
         assert_eq!(instance, 7, "1, 5 public values and the output");
-        for (r, s) in [(Fr::rand(&mut rng), Fr::rand(&mut rng)), (Fr::from(0u64), Fr::from(0u64)), (Fr::from(0u64), Fr::rand(&mut rng))] {
+        for (r, s) in [
+            (Fr::rand(&mut rng), Fr::rand(&mut rng)),
+            (Fr::from(0u64), Fr::from(0u64)),
+            (Fr::from(0u64), Fr::rand(&mut rng)),
+        ] {
             prove_both_ways(&pk, &matrices, instance, constraints, &assignment, r, s);
         }
     }
@@ -322,14 +395,31 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(2);
         let circuit = RandomCircuit::new(&mut rng);
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
-        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(circuit.clone()).unwrap();
+        let R1cs {
+            matrices,
+            num_instance_variables: instance,
+            num_constraints: constraints,
+            ..
+        } = r1cs(circuit.clone()).unwrap();
         let mut assignment = full_assignment(circuit).unwrap();
         // A witness change that breaks the constraints: the proof must not verify.
         assignment[instance + 1] += Fr::from(1u64);
         for backend in BACKENDS {
-            let (proof, _) = create_proof(&pk, Fr::from(3u64), Fr::from(5u64), &matrices, instance, constraints, &assignment, backend)
-                .unwrap();
-            assert!(!Groth16::<Bn254>::verify(&pk.vk, &assignment[1..instance], &proof).unwrap(), "{backend:?}");
+            let (proof, _) = create_proof(
+                &pk,
+                Fr::from(3u64),
+                Fr::from(5u64),
+                &matrices,
+                instance,
+                constraints,
+                &assignment,
+                backend,
+            )
+            .unwrap();
+            assert!(
+                !Groth16::<Bn254>::verify(&pk.vk, &assignment[1..instance], &proof).unwrap(),
+                "{backend:?}"
+            );
         }
     }
 
@@ -340,9 +430,23 @@ mod tests {
         let mut other = RandomCircuit::new(&mut rng);
         other.private.pop();
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(other, &mut rng).unwrap();
-        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(circuit.clone()).unwrap();
+        let R1cs {
+            matrices,
+            num_instance_variables: instance,
+            num_constraints: constraints,
+            ..
+        } = r1cs(circuit.clone()).unwrap();
         let assignment = full_assignment(circuit).unwrap();
-        let result = create_proof(&pk, Fr::from(3u64), Fr::from(5u64), &matrices, instance, constraints, &assignment, MsmBackend::Enygma);
+        let result = create_proof(
+            &pk,
+            Fr::from(3u64),
+            Fr::from(5u64),
+            &matrices,
+            instance,
+            constraints,
+            &assignment,
+            MsmBackend::Enygma,
+        );
         assert!(matches!(result, Err(SynthesisError::Unsatisfiable)));
     }
 
@@ -351,9 +455,22 @@ mod tests {
         let (setup, proving) = sample_transfer(6, &mut ChaCha20Rng::seed_from_u64(4));
         let mut rng = ChaCha20Rng::seed_from_u64(5);
         let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
-        let R1cs { matrices, num_instance_variables: instance, num_constraints: constraints, .. } = r1cs(setup).unwrap();
+        let R1cs {
+            matrices,
+            num_instance_variables: instance,
+            num_constraints: constraints,
+            ..
+        } = r1cs(setup).unwrap();
         let assignment = full_assignment(proving).unwrap();
         assert!(constraints > 20_000, "k=6 has {constraints} constraints");
-        prove_both_ways(&pk, &matrices, instance, constraints, &assignment, Fr::rand(&mut rng), Fr::rand(&mut rng));
+        prove_both_ways(
+            &pk,
+            &matrices,
+            instance,
+            constraints,
+            &assignment,
+            Fr::rand(&mut rng),
+            Fr::rand(&mut rng),
+        );
     }
 }

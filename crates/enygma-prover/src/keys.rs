@@ -37,16 +37,27 @@ pub fn development_seed(kind: Kind, k: usize) -> [u8; 32] {
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: not a valid key file ({source})")]
-    Format { path: PathBuf, source: ark_serialize::SerializationError },
+    Format {
+        path: PathBuf,
+        source: ark_serialize::SerializationError,
+    },
     #[error("key generation for k={k} failed: {reason}")]
     Setup { k: usize, reason: String },
     #[error(
         "the {kind} keys for k={k} do not match the {kind} circuit ({reason}); delete {dir}/{kind}-k{k}.* \
          and run `enygma setup` to make new development keys"
     )]
-    Mismatch { kind: Kind, k: usize, dir: String, reason: String },
+    Mismatch {
+        kind: Kind,
+        k: usize,
+        dir: String,
+        reason: String,
+    },
 }
 
 pub struct KeyPaths {
@@ -66,14 +77,21 @@ impl KeyPaths {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
-    move |source| KeyError::Io { path: path.to_path_buf(), source }
+    move |source| KeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Runs the deterministic development setup of `kind` for k.
 pub fn generate(kind: Kind, k: usize) -> Result<ProvingKey<Bn254>, KeyError> {
     let mut rng = ChaCha20Rng::from_seed(development_seed(kind, k));
-    let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
-        .map_err(|e| KeyError::Setup { k, reason: e.to_string() })?;
+    let (pk, _) =
+        Groth16::<Bn254>::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
+            .map_err(|e| KeyError::Setup {
+                k,
+                reason: e.to_string(),
+            })?;
     Ok(pk)
 }
 
@@ -91,7 +109,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
 
 fn serialize<T: CanonicalSerialize>(value: &T, compress: Compress) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(value.serialized_size(compress));
-    value.serialize_with_mode(&mut bytes, compress).expect("serializing to memory cannot fail");
+    value
+        .serialize_with_mode(&mut bytes, compress)
+        .expect("serializing to memory cannot fail");
     bytes
 }
 
@@ -101,14 +121,19 @@ pub fn save(dir: &Path, kind: Kind, k: usize, pk: &ProvingKey<Bn254>) -> Result<
     let paths = KeyPaths::new(dir, kind, k);
     let pk_bytes = serialize(pk, Compress::No);
     write_atomically(&paths.proving, &pk_bytes)?;
-    write_atomically(&paths.proving_digest, format!("{}\n", hex::encode(Sha256::digest(&pk_bytes))).as_bytes())?;
+    write_atomically(
+        &paths.proving_digest,
+        format!("{}\n", hex::encode(Sha256::digest(&pk_bytes))).as_bytes(),
+    )?;
     write_atomically(&paths.verifying, &serialize(&pk.vk, Compress::Yes))
 }
 
 pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey<Bn254>, KeyError> {
     let bytes = fs::read(path).map_err(io(path))?;
-    VerifyingKey::deserialize_compressed(bytes.as_slice())
-        .map_err(|source| KeyError::Format { path: path.to_path_buf(), source })
+    VerifyingKey::deserialize_compressed(bytes.as_slice()).map_err(|source| KeyError::Format {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Loads a proving key, skipping the point checks when the file's digest matches the one
@@ -121,8 +146,12 @@ pub fn load_proving_key(paths: &KeyPaths) -> Result<ProvingKey<Bn254>, KeyError>
     let recorded = fs::read_to_string(&paths.proving_digest).unwrap_or_default();
     let trusted = recorded.trim() == hex::encode(Sha256::digest(&bytes));
     let validate = if trusted { Validate::No } else { Validate::Yes };
-    ProvingKey::deserialize_with_mode(bytes.as_slice(), Compress::No, validate)
-        .map_err(|source| KeyError::Format { path: paths.proving.clone(), source })
+    ProvingKey::deserialize_with_mode(bytes.as_slice(), Compress::No, validate).map_err(|source| {
+        KeyError::Format {
+            path: paths.proving.clone(),
+            source,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -131,11 +160,19 @@ mod tests {
 
     #[test]
     fn seeds_differ_per_statement_and_k_and_are_stable() {
-        assert_ne!(development_seed(Kind::Transfer, 2), development_seed(Kind::Transfer, 3));
-        assert_ne!(development_seed(Kind::Deposit, 2), development_seed(Kind::Withdraw, 2));
+        assert_ne!(
+            development_seed(Kind::Transfer, 2),
+            development_seed(Kind::Transfer, 3)
+        );
+        assert_ne!(
+            development_seed(Kind::Deposit, 2),
+            development_seed(Kind::Withdraw, 2)
+        );
         assert_eq!(
             hex::encode(development_seed(Kind::Transfer, 6)),
-            hex::encode(Sha256::digest(b"enygma-prover development keys v1: transfer k=6"))
+            hex::encode(Sha256::digest(
+                b"enygma-prover development keys v1: transfer k=6"
+            ))
         );
     }
 }

@@ -7,8 +7,8 @@
 //! - [`Prover::prove`] synthesizes only the witness (the matrices were built once per statement
 //!   and k at load time) and runs the Groth16 prover on the caller's rayon pool.
 
-pub mod keys;
 pub mod groth16;
+pub mod keys;
 pub mod request;
 
 use std::{
@@ -21,15 +21,15 @@ use ark_bn254::Bn254;
 use ark_groth16::{Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
 use ark_snark::SNARK;
 use ark_std::UniformRand;
+pub use enygma_circuit::payment::Kind;
 pub use enygma_circuit::SUPPORTED_K;
 use enygma_circuit::{
     payment::{constraints::PaymentCircuit, CheckFailure, PaymentInputs},
     Fr,
 };
-pub use enygma_circuit::payment::Kind;
+pub use enygma_verifier::ProofResponse;
 pub use keys::KeyError;
 pub use request::RequestError;
-pub use enygma_verifier::ProofResponse;
 
 /// The tracing filter every binary should use: `RUST_LOG` (default `info`) with arkworks'
 /// `gr1cs` spans always off. Its gadgets carry `#[tracing::instrument(target = "gr1cs")]`; with
@@ -120,26 +120,42 @@ impl CircuitKeys {
     /// Loads the keys of `kind` for k from `dir`, creating development keys if the proving key
     /// is missing, and refuses keys that do not fit the circuit.
     pub fn load_or_create(dir: &Path, kind: Kind, k: usize) -> Result<Self, KeyError> {
-        let mismatch = |reason: String| KeyError::Mismatch { kind, k, dir: dir.display().to_string(), reason };
+        let mismatch = |reason: String| KeyError::Mismatch {
+            kind,
+            k,
+            dir: dir.display().to_string(),
+            reason,
+        };
         let shape = CircuitShape::build(kind, k).map_err(|e| mismatch(e.to_string()))?;
         let paths = keys::KeyPaths::new(dir, kind, k);
-        let committed_vk = paths.verifying.exists().then(|| keys::load_verifying_key(&paths.verifying)).transpose()?;
+        let committed_vk = paths
+            .verifying
+            .exists()
+            .then(|| keys::load_verifying_key(&paths.verifying))
+            .transpose()?;
         let proving_key = if paths.proving.exists() {
             keys::load_proving_key(&paths)?
         } else {
             tracing::warn!(circuit = kind.name(), k, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
             let pk = keys::generate(kind, k)?;
             if committed_vk.as_ref().is_some_and(|vk| *vk != pk.vk) {
-                return Err(mismatch("the verifying key on disk is not the one the seed gives for this circuit".into()));
+                return Err(mismatch(
+                    "the verifying key on disk is not the one the seed gives for this circuit"
+                        .into(),
+                ));
             }
             keys::save(dir, kind, k, &pk)?;
             pk
         };
         if committed_vk.is_some_and(|vk| vk != proving_key.vk) {
-            return Err(mismatch("the verifying key on disk does not belong to the proving key".into()));
+            return Err(mismatch(
+                "the verifying key on disk does not belong to the proving key".into(),
+            ));
         }
         let variables = shape.r1cs.num_instance_variables + shape.info.witness_variables;
-        if proving_key.vk.gamma_abc_g1.len() != shape.r1cs.num_instance_variables || proving_key.a_query.len() != variables {
+        if proving_key.vk.gamma_abc_g1.len() != shape.r1cs.num_instance_variables
+            || proving_key.a_query.len() != variables
+        {
             return Err(mismatch(format!(
                 "the proving key is for {} public inputs and {} variables, the circuit has {} and {}",
                 proving_key.vk.gamma_abc_g1.len().saturating_sub(1),
@@ -149,7 +165,11 @@ impl CircuitKeys {
             )));
         }
         let prepared_vk = ark_groth16::prepare_verifying_key(&proving_key.vk);
-        Ok(Self { shape, proving_key, prepared_vk })
+        Ok(Self {
+            shape,
+            proving_key,
+            prepared_vk,
+        })
     }
 }
 
@@ -201,7 +221,12 @@ pub fn prepare(kind: Kind, k: usize, body: &[u8]) -> Result<Prepared, ProveError
     }
     let inputs = request::parse_request(kind, k, body).map_err(ProveError::BadRequest)?;
     let sender_index = inputs.check().map_err(ProveError::CheckFailed)?;
-    Ok(Prepared { kind, k, sender_index, inputs })
+    Ok(Prepared {
+        kind,
+        k,
+        sender_index,
+        inputs,
+    })
 }
 
 impl Prover {
@@ -215,23 +240,39 @@ impl Prover {
         let load = |kind: Kind, k: usize| {
             let started = Instant::now();
             let keys = CircuitKeys::load_or_create(keys_dir, kind, k)?;
-            tracing::info!(circuit = kind.name(), k, constraints = keys.shape.info.constraints, elapsed_ms = started.elapsed().as_millis() as u64, "keys and matrices loaded");
+            tracing::info!(
+                circuit = kind.name(),
+                k,
+                constraints = keys.shape.info.constraints,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "keys and matrices loaded"
+            );
             Ok(keys)
         };
         let circuits = Kind::ALL
             .into_iter()
-            .map(|kind| SUPPORTED_K.map(|k| load(kind, k)).collect::<Result<Vec<_>, KeyError>>())
+            .map(|kind| {
+                SUPPORTED_K
+                    .map(|k| load(kind, k))
+                    .collect::<Result<Vec<_>, KeyError>>()
+            })
             .collect::<Result<Vec<_>, KeyError>>()?;
         Ok(Self { circuits })
     }
 
     pub fn circuit(&self, kind: Kind, k: usize) -> Option<&CircuitKeys> {
         let by_k = &self.circuits[Kind::ALL.iter().position(|&c| c == kind)?];
-        SUPPORTED_K.contains(&k).then(|| &by_k[k - SUPPORTED_K.start()])
+        SUPPORTED_K
+            .contains(&k)
+            .then(|| &by_k[k - SUPPORTED_K.start()])
     }
 
     pub fn info(&self) -> Vec<CircuitInfo> {
-        self.circuits.iter().flatten().map(|c| c.shape.info.clone()).collect()
+        self.circuits
+            .iter()
+            .flatten()
+            .map(|c| c.shape.info.clone())
+            .collect()
     }
 
     /// See [`prepare`].
@@ -243,11 +284,14 @@ impl Prover {
     /// verified before it is returned: a prover bug surfaces as an internal error, never as an
     /// invalid proof.
     pub fn prove(&self, prepared: &Prepared) -> Result<(ProofResponse, ProveTimings), ProveError> {
-        let keys = self.circuit(prepared.kind, prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?;
+        let keys = self
+            .circuit(prepared.kind, prepared.k)
+            .ok_or(ProveError::UnsupportedK(prepared.k))?;
         let shape = &keys.shape;
         let started = Instant::now();
         let assignment = self.assignment(prepared)?;
-        let internal = |e: ark_relations::gr1cs::SynthesisError| ProveError::Internal(e.to_string());
+        let internal =
+            |e: ark_relations::gr1cs::SynthesisError| ProveError::Internal(e.to_string());
         let witness = started.elapsed();
 
         let started = Instant::now();
@@ -267,31 +311,50 @@ impl Prover {
         )
         .map_err(internal)?;
         let public_inputs = &assignment[1..shape.r1cs.num_instance_variables];
-        let valid = Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, public_inputs, &proof).map_err(internal)?;
+        let valid =
+            Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, public_inputs, &proof)
+                .map_err(internal)?;
         if !valid {
             return Err(ProveError::Internal("the proof did not verify".into()));
         }
         let prove = started.elapsed();
-        Ok((ProofResponse::from_proof(&proof, public_inputs), ProveTimings { witness, prove }))
+        Ok((
+            ProofResponse::from_proof(&proof, public_inputs),
+            ProveTimings { witness, prove },
+        ))
     }
 
     /// The full assignment (the constant 1, the public inputs, then the witness) from a
     /// witness-only synthesis: no constraint matrices are built per request.
     pub fn assignment(&self, prepared: &Prepared) -> Result<Vec<Fr>, ProveError> {
-        let shape = &self.circuit(prepared.kind, prepared.k).ok_or(ProveError::UnsupportedK(prepared.k))?.shape;
-        let assignment = groth16::full_assignment(PaymentCircuit::for_proving(prepared.inputs.clone()))
-            .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
-        if assignment.len() != shape.r1cs.num_instance_variables + shape.r1cs.num_witness_variables {
-            return Err(ProveError::Internal("witness size differs from the circuit's".into()));
+        let shape = &self
+            .circuit(prepared.kind, prepared.k)
+            .ok_or(ProveError::UnsupportedK(prepared.k))?
+            .shape;
+        let assignment =
+            groth16::full_assignment(PaymentCircuit::for_proving(prepared.inputs.clone()))
+                .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
+        if assignment.len() != shape.r1cs.num_instance_variables + shape.r1cs.num_witness_variables
+        {
+            return Err(ProveError::Internal(
+                "witness size differs from the circuit's".into(),
+            ));
         }
         Ok(assignment)
     }
 
     /// Checks a proof in the reference's response format against the verifying key of `kind`
     /// for k.
-    pub fn verify(&self, kind: Kind, k: usize, response: &ProofResponse) -> Result<bool, ProveError> {
+    pub fn verify(
+        &self,
+        kind: Kind,
+        k: usize,
+        response: &ProofResponse,
+    ) -> Result<bool, ProveError> {
         let keys = self.circuit(kind, k).ok_or(ProveError::UnsupportedK(k))?;
-        let (proof, inputs) = response.to_proof().map_err(|e| ProveError::BadRequest(proof_error(e)))?;
+        let (proof, inputs) = response
+            .to_proof()
+            .map_err(|e| ProveError::BadRequest(proof_error(e)))?;
         let expected = kind.num_public_inputs(k);
         if inputs.len() != expected {
             return Err(ProveError::BadRequest(RequestError {

@@ -41,19 +41,26 @@ impl fmt::Display for RequestError {
 impl std::error::Error for RequestError {}
 
 fn error(field: impl Into<String>, reason: impl Into<String>) -> RequestError {
-    RequestError { field: field.into(), reason: reason.into() }
+    RequestError {
+        field: field.into(),
+        reason: reason.into(),
+    }
 }
 
 /// Parses one canonical decimal field element.
 pub fn parse_field_element(field: &str, value: &Value) -> Result<Fr, RequestError> {
-    let s = value.as_str().ok_or_else(|| error(field, "expected a decimal string"))?;
+    let s = value
+        .as_str()
+        .ok_or_else(|| error(field, "expected a decimal string"))?;
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(error(field, "not a decimal number"));
     }
     if s.len() > 1 && s.starts_with('0') {
         return Err(error(field, "leading zeros are not allowed"));
     }
-    let n: BigUint = s.parse().map_err(|_| error(field, "not a decimal number"))?;
+    let n: BigUint = s
+        .parse()
+        .map_err(|_| error(field, "not a decimal number"))?;
     if n >= BigUint::from_bytes_le(&ark_ff::BigInteger::to_bytes_le(&Fr::MODULUS)) {
         return Err(error(field, "not below the field modulus r"));
     }
@@ -81,11 +88,20 @@ impl<'a> Fields<'a> {
         value: &'a Value,
         item: impl Fn(&str, &'a Value) -> Result<T, RequestError>,
     ) -> Result<Vec<T>, RequestError> {
-        let items = value.as_array().ok_or_else(|| error(name, "expected an array"))?;
+        let items = value
+            .as_array()
+            .ok_or_else(|| error(name, "expected an array"))?;
         if items.len() != len {
-            return Err(error(name, format!("expected {len} elements, got {}", items.len())));
+            return Err(error(
+                name,
+                format!("expected {len} elements, got {}", items.len()),
+            ));
         }
-        items.iter().enumerate().map(|(i, v)| item(&format!("{name}[{i}]"), v)).collect()
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| item(&format!("{name}[{i}]"), v))
+            .collect()
     }
 
     fn scalars(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
@@ -115,7 +131,9 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
         // serde_json's syntax errors give a position, never the input's text.
         error("body", format!("malformed JSON ({e})"))
     })?;
-    let object = value.as_object().ok_or_else(|| error("body", "expected a JSON object"))?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| error("body", "expected a JSON object"))?;
     let f = Fields { object, k };
     Ok(PaymentInputs {
         sender_id: f.scalar("sender_id")?,
@@ -163,7 +181,11 @@ pub fn to_decimal(x: &Fr) -> String {
 pub fn to_request_json(inputs: &PaymentInputs) -> Value {
     let scalars = |xs: &[Fr]| Value::from(xs.iter().map(to_decimal).collect::<Vec<_>>());
     let points = |ps: &[(Fr, Fr)]| {
-        Value::from(ps.iter().map(|(x, y)| Value::from(vec![to_decimal(x), to_decimal(y)])).collect::<Vec<_>>())
+        Value::from(
+            ps.iter()
+                .map(|(x, y)| Value::from(vec![to_decimal(x), to_decimal(y)]))
+                .collect::<Vec<_>>(),
+        )
     };
     let mut body = serde_json::json!({
         "sender_id": to_decimal(&inputs.sender_id),
@@ -231,7 +253,11 @@ mod tests {
         for kind in Kind::ALL {
             let inputs = sample_of(kind);
             let body = to_request_json(&inputs).to_string();
-            assert_eq!(parse_request(kind, 3, body.as_bytes()).unwrap(), inputs, "{kind}");
+            assert_eq!(
+                parse_request(kind, 3, body.as_bytes()).unwrap(),
+                inputs,
+                "{kind}"
+            );
         }
     }
 
@@ -240,24 +266,47 @@ mod tests {
         let parse = |kind: Kind, edit: &dyn Fn(&mut Value)| {
             let mut v = to_request_json(&sample_of(kind));
             edit(&mut v);
-            parse_request(kind, 3, v.to_string().as_bytes()).map(|_| ()).map_err(|e| e.to_string())
+            parse_request(kind, 3, v.to_string().as_bytes())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         };
-        let remove = |name: &'static str| move |v: &mut Value| { v.as_object_mut().unwrap().remove(name); };
+        let remove = |name: &'static str| {
+            move |v: &mut Value| {
+                v.as_object_mut().unwrap().remove(name);
+            }
+        };
         for field in ["hash", "pk", "address", "saltOut"] {
-            assert_eq!(parse(Kind::Deposit, &remove(field)), Err(format!("{field}: missing")));
+            assert_eq!(
+                parse(Kind::Deposit, &remove(field)),
+                Err(format!("{field}: missing"))
+            );
         }
-        for field in ["hashes", "sk_deposits", "v_per_deposit", "address", "saltsIn"] {
-            assert_eq!(parse(Kind::Withdraw, &remove(field)), Err(format!("{field}: missing")));
+        for field in [
+            "hashes",
+            "sk_deposits",
+            "v_per_deposit",
+            "address",
+            "saltsIn",
+        ] {
+            assert_eq!(
+                parse(Kind::Withdraw, &remove(field)),
+                Err(format!("{field}: missing"))
+            );
         }
         assert_eq!(
-            parse(Kind::Withdraw, &|v| { v["hashes"].as_array_mut().unwrap().pop(); }),
+            parse(Kind::Withdraw, &|v| {
+                v["hashes"].as_array_mut().unwrap().pop();
+            }),
             Err("hashes: expected 10 elements, got 9".into())
         );
         assert_eq!(
             parse(Kind::Withdraw, &|v| v["v_per_deposit"][4] = "-1".into()),
             Err("v_per_deposit[4]: not a decimal number".into())
         );
-        assert_eq!(parse(Kind::Deposit, &|v| v["saltOut"] = 7.into()), Err("saltOut: expected a decimal string".into()));
+        assert_eq!(
+            parse(Kind::Deposit, &|v| v["saltOut"] = 7.into()),
+            Err("saltOut: expected a decimal string".into())
+        );
         // The stale Postman spelling is not accepted in place of the struct's.
         assert_eq!(
             parse(Kind::Withdraw, &|v| {
@@ -268,18 +317,41 @@ mod tests {
         );
         // A transfer body is not a deposit.
         let transfer = to_request_json(&sample()).to_string();
-        assert_eq!(parse_request(Kind::Deposit, 3, transfer.as_bytes()).unwrap_err().to_string(), "hash: missing");
+        assert_eq!(
+            parse_request(Kind::Deposit, 3, transfer.as_bytes())
+                .unwrap_err()
+                .to_string(),
+            "hash: missing"
+        );
     }
 
     #[test]
     fn errors_name_the_field() {
         let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
-            (Box::new(|v| v["tx_values"][2] = "12a".into()), "tx_values[2]: not a decimal number"),
-            (Box::new(|v| v["tx_values"][2] = "-1".into()), "tx_values[2]: not a decimal number"),
-            (Box::new(|v| v["tx_values"][2] = "0x10".into()), "tx_values[2]: not a decimal number"),
-            (Box::new(|v| v["block_number"] = "0123".into()), "block_number: leading zeros are not allowed"),
-            (Box::new(|v| v["block_number"] = 12.into()), "block_number: expected a decimal string"),
-            (Box::new(|v| v["secret_key"] = "".into()), "secret_key: not a decimal number"),
+            (
+                Box::new(|v| v["tx_values"][2] = "12a".into()),
+                "tx_values[2]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["tx_values"][2] = "-1".into()),
+                "tx_values[2]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["tx_values"][2] = "0x10".into()),
+                "tx_values[2]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["block_number"] = "0123".into()),
+                "block_number: leading zeros are not allowed",
+            ),
+            (
+                Box::new(|v| v["block_number"] = 12.into()),
+                "block_number: expected a decimal string",
+            ),
+            (
+                Box::new(|v| v["secret_key"] = "".into()),
+                "secret_key: not a decimal number",
+            ),
             (
                 Box::new(|v| {
                     v["nullifier"] =
@@ -287,24 +359,54 @@ mod tests {
                 }),
                 "nullifier: not below the field modulus r",
             ),
-            (Box::new(|v| v["anonymity_set"].as_array_mut().unwrap().push("1".into())), "anonymity_set: expected 3 elements, got 4"),
-            (Box::new(|v| { v["message_tags"].as_array_mut().unwrap().pop(); }), "message_tags: expected 3 elements, got 2"),
-            (Box::new(|v| { v.as_object_mut().unwrap().remove("sender_tx_value"); }), "sender_tx_value: missing"),
-            (Box::new(|v| v["tx_commits"][1] = Value::from(vec!["1"])), "tx_commits[1]: expected 2 elements, got 1"),
-            (Box::new(|v| v["previous_commits"][0][1] = "x".into()), "previous_commits[0][1]: not a decimal number"),
-            (Box::new(|v| v["shared_secrets"] = "1".into()), "shared_secrets: expected an array"),
+            (
+                Box::new(|v| v["anonymity_set"].as_array_mut().unwrap().push("1".into())),
+                "anonymity_set: expected 3 elements, got 4",
+            ),
+            (
+                Box::new(|v| {
+                    v["message_tags"].as_array_mut().unwrap().pop();
+                }),
+                "message_tags: expected 3 elements, got 2",
+            ),
+            (
+                Box::new(|v| {
+                    v.as_object_mut().unwrap().remove("sender_tx_value");
+                }),
+                "sender_tx_value: missing",
+            ),
+            (
+                Box::new(|v| v["tx_commits"][1] = Value::from(vec!["1"])),
+                "tx_commits[1]: expected 2 elements, got 1",
+            ),
+            (
+                Box::new(|v| v["previous_commits"][0][1] = "x".into()),
+                "previous_commits[0][1]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["shared_secrets"] = "1".into()),
+                "shared_secrets: expected an array",
+            ),
         ];
         for (edit, expected) in cases {
             assert_eq!(with(edit).unwrap_err().to_string(), expected);
         }
-        assert_eq!(parse_transfer_request(3, b"[1]").unwrap_err().to_string(), "body: expected a JSON object");
-        assert!(parse_transfer_request(3, b"{\"a\":").unwrap_err().to_string().starts_with("body: malformed JSON"));
+        assert_eq!(
+            parse_transfer_request(3, b"[1]").unwrap_err().to_string(),
+            "body: expected a JSON object"
+        );
+        assert!(parse_transfer_request(3, b"{\"a\":")
+            .unwrap_err()
+            .to_string()
+            .starts_with("body: malformed JSON"));
     }
 
     #[test]
     fn errors_never_repeat_the_value() {
         let secret = "98765432109876543210x";
-        let err = with(|v| v["secret_key"] = secret.into()).unwrap_err().to_string();
+        let err = with(|v| v["secret_key"] = secret.into())
+            .unwrap_err()
+            .to_string();
         assert!(!err.contains("9876"), "{err}");
     }
 }

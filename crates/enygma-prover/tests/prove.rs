@@ -19,13 +19,17 @@ fn prover() -> &'static Prover {
 }
 
 fn sample(name: &str) -> Vec<u8> {
-    std::fs::read(repo().join("../shared/reference/requests").join(name)).expect("reference samples are beside the repo")
+    std::fs::read(repo().join("../shared/reference/requests").join(name))
+        .expect("reference samples are beside the repo")
 }
 
 fn prove_and_verify(kind: Kind, k: usize, body: &[u8]) -> enygma_prover::ProofResponse {
     let prepared = prepare(kind, k, body).unwrap_or_else(|e| panic!("{kind} k={k}: {e}"));
     let (response, _) = prover().prove(&prepared).unwrap();
-    assert!(prover().verify(kind, k, &response).unwrap(), "{kind} k={k}: proof must verify");
+    assert!(
+        prover().verify(kind, k, &response).unwrap(),
+        "{kind} k={k}: proof must verify"
+    );
     response
 }
 
@@ -36,17 +40,29 @@ fn reference_samples_prove_and_verify_and_echo_their_public_inputs() {
         let response = prove_and_verify(Kind::Transfer, k, &body);
         let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
         let s = |v: &serde_json::Value| v.as_str().unwrap().to_string();
-        assert_eq!(response.public_signal[0], s(&req["hashed_shared_secrets"][0]));
-        assert_eq!(response.public_signal[4 * k + 1], s(&req["tx_commits"][0][1]));
+        assert_eq!(
+            response.public_signal[0],
+            s(&req["hashed_shared_secrets"][0])
+        );
+        assert_eq!(
+            response.public_signal[4 * k + 1],
+            s(&req["tx_commits"][0][1])
+        );
         assert_eq!(response.public_signal[6 * k], s(&req["nullifier"]));
-        assert_eq!(response.public_signal[8 * k + 1], s(&req["message_tags"][k - 1]));
+        assert_eq!(
+            response.public_signal[8 * k + 1],
+            s(&req["message_tags"][k - 1])
+        );
 
         // Any changed public signal fails verification.
         for i in [0, 3 * k, 8 * k + 1] {
             let mut tampered = response.clone();
             let v: num_bigint::BigUint = tampered.public_signal[i].parse().unwrap();
             tampered.public_signal[i] = (v + 1u32).to_string();
-            assert!(!prover().verify(Kind::Transfer, k, &tampered).unwrap(), "k={k}: tampered input {i} must not verify");
+            assert!(
+                !prover().verify(Kind::Transfer, k, &tampered).unwrap(),
+                "k={k}: tampered input {i} must not verify"
+            );
         }
     }
 }
@@ -56,7 +72,14 @@ fn generated_transfers_of_every_k_and_several_senders_prove() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
     for k in SUPPORTED_K {
         for sender in [0, k / 2, k - 1] {
-            let inputs = PaymentInputs::generate(Kind::Transfer, k, sender, 7 + sender as u64, 1_000, &mut rng);
+            let inputs = PaymentInputs::generate(
+                Kind::Transfer,
+                k,
+                sender,
+                7 + sender as u64,
+                1_000,
+                &mut rng,
+            );
             let body = request::to_request_json(&inputs).to_string();
             let prepared = prepare(Kind::Transfer, k, body.as_bytes()).unwrap();
             assert_eq!(prepared.sender_index, sender);
@@ -73,23 +96,38 @@ fn generated_deposits_and_withdraws_of_every_k_prove_and_only_verify_as_themselv
             let sender = k - 1 - k % 2;
             let inputs = PaymentInputs::generate(kind, k, sender, 10 + k as u64, 500, &mut rng);
             let body = request::to_request_json(&inputs).to_string();
-            assert_eq!(prepare(kind, k, body.as_bytes()).unwrap().sender_index, sender);
+            assert_eq!(
+                prepare(kind, k, body.as_bytes()).unwrap().sender_index,
+                sender
+            );
             let response = prove_and_verify(kind, k, body.as_bytes());
             assert_eq!(response.public_signal.len(), kind.num_public_inputs(k));
             let dvp_signal = &response.public_signal[8 * k + 2..];
             let hashes: Vec<String> = match &inputs.dvp {
                 enygma_circuit::payment::Dvp::Deposit(d) => vec![request::to_decimal(&d.hash)],
-                enygma_circuit::payment::Dvp::Withdraw(w) => w.hashes.iter().map(request::to_decimal).collect(),
+                enygma_circuit::payment::Dvp::Withdraw(w) => {
+                    w.hashes.iter().map(request::to_decimal).collect()
+                }
                 enygma_circuit::payment::Dvp::None => unreachable!(),
             };
-            assert_eq!(dvp_signal, hashes.as_slice(), "{kind} k={k}: the DvP hashes come last");
+            assert_eq!(
+                dvp_signal,
+                hashes.as_slice(),
+                "{kind} k={k}: the DvP hashes come last"
+            );
             // A changed DvP hash fails verification.
             let mut tampered = response.clone();
             tampered.public_signal[8 * k + 2] = "1".into();
-            assert!(!prover().verify(kind, k, &tampered).unwrap(), "{kind} k={k}: tampered hash must not verify");
+            assert!(
+                !prover().verify(kind, k, &tampered).unwrap(),
+                "{kind} k={k}: tampered hash must not verify"
+            );
             // The other statements' keys refuse it: their public inputs differ in number.
             for other in Kind::ALL.into_iter().filter(|&o| o != kind) {
-                assert!(prover().verify(other, k, &response).is_err(), "{kind} proof checked as {other}");
+                assert!(
+                    prover().verify(other, k, &response).is_err(),
+                    "{kind} proof checked as {other}"
+                );
             }
         }
     }
@@ -117,7 +155,14 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
             let n: num_bigint::BigUint = v.as_str().unwrap().parse().unwrap();
             *v = (n + 1u32).to_string().into();
         };
-        let check = |edit: &dyn Fn(&mut Value)| refused(edit).split(' ').nth(1).unwrap().parse::<u8>().unwrap();
+        let check = |edit: &dyn Fn(&mut Value)| {
+            refused(edit)
+                .split(' ')
+                .nth(1)
+                .unwrap()
+                .parse::<u8>()
+                .unwrap()
+        };
         assert_eq!(check(&|v| v["sender_id"] = "7".into()), 1);
         assert_eq!(check(&|v| bump(&mut v["tx_values"][1])), 2);
         assert_eq!(check(&|v| bump(&mut v["tx_commits"][0][0])), 3);
@@ -136,32 +181,66 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
         over.sender_tx_value = big;
         over.tx_values[1] = enygma_circuit::payment::sender_tx_value(kind, &big);
         let over_body = request::to_request_json(&over).to_string();
-        let e = prepare(kind, 3, over_body.as_bytes()).err().expect("v ≥ 2^252 must be refused");
-        assert!(e.to_string().starts_with("check 9") || e.to_string().starts_with("check 11"), "{kind}: {e}");
+        let e = prepare(kind, 3, over_body.as_bytes())
+            .err()
+            .expect("v ≥ 2^252 must be refused");
+        assert!(
+            e.to_string().starts_with("check 9") || e.to_string().starts_with("check 11"),
+            "{kind}: {e}"
+        );
         // Check 13: a receiver's value at 2^252 with its commitment made consistent.
         let mut wide = good.clone();
         wide.tx_values[0] = big;
         let p = enygma_circuit::babyjubjub::pedersen(&wide.tx_values[0], &wide.tx_random_values[0]);
         wide.tx_commits[0] = (p.x, p.y);
-        let e = prepare(kind, 3, request::to_request_json(&wide).to_string().as_bytes()).err().unwrap();
-        assert!(e.to_string().starts_with("check 9") || e.to_string().starts_with("check 13"), "{kind}: {e}");
-        assert_eq!(check(&|v| v["tx_commits"].as_array_mut().unwrap().swap(0, 2)), 13);
+        let e = prepare(
+            kind,
+            3,
+            request::to_request_json(&wide).to_string().as_bytes(),
+        )
+        .err()
+        .unwrap();
+        assert!(
+            e.to_string().starts_with("check 9") || e.to_string().starts_with("check 13"),
+            "{kind}: {e}"
+        );
+        assert_eq!(
+            check(&|v| v["tx_commits"].as_array_mut().unwrap().swap(0, 2)),
+            13
+        );
         match &good.dvp {
             Dvp::Deposit(_) => {
-                assert_eq!(refused(&|v| bump(&mut v["hash"])), "check 15 (dvp hash) failed");
+                assert_eq!(
+                    refused(&|v| bump(&mut v["hash"])),
+                    "check 15 (dvp hash) failed"
+                );
                 assert_eq!(check(&|v| bump(&mut v["saltOut"])), 15);
                 // Overspending the balance.
                 let mut t = PaymentInputs::generate(kind, 3, 1, 51, 51, &mut rng);
                 t.previous_sender_balance = Fr::from(50u64);
-                let p = enygma_circuit::babyjubjub::pedersen(&t.previous_sender_balance, &t.previous_sender_random_value);
+                let p = enygma_circuit::babyjubjub::pedersen(
+                    &t.previous_sender_balance,
+                    &t.previous_sender_random_value,
+                );
                 t.previous_commits[1] = (p.x, p.y);
-                let e = prepare(kind, 3, request::to_request_json(&t).to_string().as_bytes()).err().unwrap();
+                let e = prepare(kind, 3, request::to_request_json(&t).to_string().as_bytes())
+                    .err()
+                    .unwrap();
                 assert_eq!(e.to_string(), "check 11 (balance range) failed");
             }
             Dvp::Withdraw(_) => {
-                assert_eq!(refused(&|v| bump(&mut v["hashes"][1])), "check 15 (dvp hash) failed: hashes[1]");
-                assert_eq!(refused(&|v| bump(&mut v["sk_deposits"][0])), "check 15 (dvp hash) failed: hashes[0]");
-                assert_eq!(refused(&|v| bump(&mut v["saltsIn"][1])), "check 15 (dvp hash) failed: hashes[1]");
+                assert_eq!(
+                    refused(&|v| bump(&mut v["hashes"][1])),
+                    "check 15 (dvp hash) failed: hashes[1]"
+                );
+                assert_eq!(
+                    refused(&|v| bump(&mut v["sk_deposits"][0])),
+                    "check 15 (dvp hash) failed: hashes[0]"
+                );
+                assert_eq!(
+                    refused(&|v| bump(&mut v["saltsIn"][1])),
+                    "check 15 (dvp hash) failed: hashes[1]"
+                );
             }
             Dvp::None => unreachable!(),
         }
@@ -171,7 +250,12 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
 #[test]
 fn the_stale_reference_samples_of_deposit_and_withdraw_are_refused_naming_a_field() {
     for (kind, k, name, field) in [
-        (Kind::Deposit, 2, "deposit-k2.json", "anonymity_set: missing"),
+        (
+            Kind::Deposit,
+            2,
+            "deposit-k2.json",
+            "anonymity_set: missing",
+        ),
         (Kind::Deposit, 6, "deposit-k6.json", "saltOut: missing"),
         (Kind::Withdraw, 2, "withdraw-k2.json", "saltsIn: missing"),
         (Kind::Withdraw, 6, "withdraw-k6.json", "saltsIn: missing"),
@@ -192,13 +276,22 @@ fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
     };
     let e = msg(6, "bad-transfer-k6.json");
     assert!(matches!(e, ProveError::BadRequest(_)));
-    assert_eq!(e.to_string(), "hashed_shared_secrets[0]: not below the field modulus r");
+    assert_eq!(
+        e.to_string(),
+        "hashed_shared_secrets[0]: not below the field modulus r"
+    );
     let e = msg(2, "bad-transfer-k2.json");
     assert!(matches!(e, ProveError::CheckFailed(_)));
     assert_eq!(e.to_string(), "check 2 (sender tx value) failed");
     // A k6 body on the k2 route: the arrays have the wrong length.
-    assert_eq!(msg(2, "transfer-k6.json").to_string(), "anonymity_set: expected 2 elements, got 6");
-    assert_eq!(msg(7, "transfer-k6.json").to_string(), "k value not supported: must be between 2 and 6");
+    assert_eq!(
+        msg(2, "transfer-k6.json").to_string(),
+        "anonymity_set: expected 2 elements, got 6"
+    );
+    assert_eq!(
+        msg(7, "transfer-k6.json").to_string(),
+        "k value not supported: must be between 2 and 6"
+    );
 }
 
 #[test]
@@ -207,7 +300,10 @@ fn committed_verifying_keys_regenerate_from_the_seed() {
         for k in SUPPORTED_K {
             let path = keys::KeyPaths::new(&repo().join("keys"), kind, k).verifying;
             let committed = keys::load_verifying_key(&path).unwrap();
-            assert!(keys::generate(kind, k).unwrap().vk == committed, "{kind} k={k}: committed verifying key differs from the seed's");
+            assert!(
+                keys::generate(kind, k).unwrap().vk == committed,
+                "{kind} k={k}: committed verifying key differs from the seed's"
+            );
         }
     }
 }
@@ -219,11 +315,19 @@ fn keys_of_another_circuit_stop_the_load() {
     let src = keys::KeyPaths::new(&repo().join("keys"), Kind::Transfer, 2);
     let dst = keys::KeyPaths::new(&dir, Kind::Transfer, 3);
     prover(); // the k=2 keys exist once the shared prover has loaded
-    for (a, b) in [(&src.proving, &dst.proving), (&src.proving_digest, &dst.proving_digest), (&src.verifying, &dst.verifying)] {
+    for (a, b) in [
+        (&src.proving, &dst.proving),
+        (&src.proving_digest, &dst.proving_digest),
+        (&src.verifying, &dst.verifying),
+    ] {
         std::fs::copy(a, b).unwrap();
     }
-    let err = enygma_prover::CircuitKeys::load_or_create(&dir, Kind::Transfer, 3).err().expect("k=2 keys must not load as k=3");
+    let err = enygma_prover::CircuitKeys::load_or_create(&dir, Kind::Transfer, 3)
+        .err()
+        .expect("k=2 keys must not load as k=3");
     assert!(matches!(err, KeyError::Mismatch { k: 3, .. }), "{err}");
-    assert!(err.to_string().contains("do not match the transfer circuit"));
+    assert!(err
+        .to_string()
+        .contains("do not match the transfer circuit"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -73,14 +73,23 @@ impl Limiter {
         // Reserve a place in the queue, or shed.
         let reserved = self
             .queued
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |q| (q < self.queue_depth).then_some(q + 1))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |q| {
+                (q < self.queue_depth).then_some(q + 1)
+            })
             .is_ok();
         if !reserved {
-            self.metrics.queue(self.kind).shed.fetch_add(1, Ordering::Relaxed);
+            self.metrics
+                .queue(self.kind)
+                .shed
+                .fetch_add(1, Ordering::Relaxed);
             return Err(AdmitError::Shed);
         }
-        let mut place = QueuePlace { limiter: self, settled: false };
-        let outcome = tokio::time::timeout(self.queue_timeout, self.semaphore.clone().acquire_owned()).await;
+        let mut place = QueuePlace {
+            limiter: self,
+            settled: false,
+        };
+        let outcome =
+            tokio::time::timeout(self.queue_timeout, self.semaphore.clone().acquire_owned()).await;
         place.settled = true;
         drop(place);
         let waited = start.elapsed();
@@ -91,7 +100,10 @@ impl Limiter {
             }
             // The semaphore is never closed; treat it like a timeout if it ever is.
             Ok(Err(_)) | Err(_) => {
-                self.metrics.queue(self.kind).timeouts.fetch_add(1, Ordering::Relaxed);
+                self.metrics
+                    .queue(self.kind)
+                    .timeouts
+                    .fetch_add(1, Ordering::Relaxed);
                 Err(AdmitError::Timeout(waited))
             }
         }
@@ -103,10 +115,13 @@ impl Limiter {
     /// the proofs: measured at 16 clients in flight, throughput fell from 2.4 to 0.8 proofs/s.
     /// [`Self::acquire`] stays the authority; this only answers early what it would answer.
     pub fn shed_early(&self) -> bool {
-        let saturated =
-            self.semaphore.available_permits() == 0 && self.queued.load(Ordering::SeqCst) >= self.queue_depth;
+        let saturated = self.semaphore.available_permits() == 0
+            && self.queued.load(Ordering::SeqCst) >= self.queue_depth;
         if saturated {
-            self.metrics.queue(self.kind).shed.fetch_add(1, Ordering::Relaxed);
+            self.metrics
+                .queue(self.kind)
+                .shed
+                .fetch_add(1, Ordering::Relaxed);
         }
         saturated
     }
@@ -114,7 +129,9 @@ impl Limiter {
     /// Seconds a shed client should wait before retrying: the time to work off a full queue at
     /// the mean service time seen so far, between 1 and 60.
     pub fn retry_after_secs(&self) -> u64 {
-        let Some(mean) = self.metrics.mean_service_time() else { return 1 };
+        let Some(mean) = self.metrics.mean_service_time() else {
+            return 1;
+        };
         let backlog = (self.queue_depth + self.max_inflight) as f64 / self.max_inflight as f64;
         (mean.as_secs_f64() * backlog).ceil().clamp(1.0, 60.0) as u64
     }
@@ -144,7 +161,11 @@ impl Drop for QueuePlace<'_> {
     fn drop(&mut self) {
         self.limiter.queued.fetch_sub(1, Ordering::SeqCst);
         if !self.settled {
-            self.limiter.metrics.queue(self.limiter.kind).abandoned.fetch_add(1, Ordering::Relaxed);
+            self.limiter
+                .metrics
+                .queue(self.limiter.kind)
+                .abandoned
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -206,8 +227,15 @@ impl ProveAdmission {
             }
         }
         Ok(ProveAdmission {
-            limiter: max_inflight
-                .map(|n| Limiter::new(QueueKind::Prove, n, queue_depth, queue_timeout, metrics.clone())),
+            limiter: max_inflight.map(|n| {
+                Limiter::new(
+                    QueueKind::Prove,
+                    n,
+                    queue_depth,
+                    queue_timeout,
+                    metrics.clone(),
+                )
+            }),
             idle_pools: Arc::new(Mutex::new(pools)),
             prove_threads,
             metrics,
@@ -222,12 +250,30 @@ impl ProveAdmission {
     /// Waits for a proof slot (see [`Limiter::acquire`]); immediate in unlimited mode.
     pub async fn acquire(&self) -> Result<(Slot, Duration), AdmitError> {
         let Some(limiter) = &self.limiter else {
-            return Ok((Slot { pool: None, idle_pools: None, permit: None }, Duration::ZERO));
+            return Ok((
+                Slot {
+                    pool: None,
+                    idle_pools: None,
+                    permit: None,
+                },
+                Duration::ZERO,
+            ));
         };
         let (permit, waited) = limiter.acquire().await?;
-        let pool = self.idle_pools.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let pool = self
+            .idle_pools
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
         debug_assert!(pool.is_some(), "a permit holder always finds an idle pool");
-        Ok((Slot { pool, idle_pools: Some(self.idle_pools.clone()), permit: Some(permit) }, waited))
+        Ok((
+            Slot {
+                pool,
+                idle_pools: Some(self.idle_pools.clone()),
+                permit: Some(permit),
+            },
+            waited,
+        ))
     }
 
     /// Runs `job` on the slot's pool (never on a tokio thread) and hands back its result. The
@@ -277,7 +323,10 @@ impl ProveAdmission {
     }
 
     pub fn gauges(&self) -> QueueGauges {
-        self.limiter.as_ref().map(Limiter::gauges).unwrap_or_default()
+        self.limiter
+            .as_ref()
+            .map(Limiter::gauges)
+            .unwrap_or_default()
     }
 }
 
@@ -287,7 +336,13 @@ mod tests {
 
     fn limiter(n: usize, depth: usize, timeout_ms: u64) -> (Arc<Limiter>, Arc<Metrics>) {
         let m = Arc::new(Metrics::new());
-        let l = Limiter::new(QueueKind::Prove, n, depth, Duration::from_millis(timeout_ms), m.clone());
+        let l = Limiter::new(
+            QueueKind::Prove,
+            n,
+            depth,
+            Duration::from_millis(timeout_ms),
+            m.clone(),
+        );
         (Arc::new(l), m)
     }
 
@@ -296,8 +351,14 @@ mod tests {
         let (l, m) = limiter(1, 2, 5_000);
         let (p1, w) = l.acquire().await.unwrap();
         assert_eq!(w, Duration::ZERO);
-        let a = tokio::spawn({ let l = l.clone(); async move { l.acquire().await.map(|_| ()) } });
-        let b = tokio::spawn({ let l = l.clone(); async move { l.acquire().await.map(|_| ()) } });
+        let a = tokio::spawn({
+            let l = l.clone();
+            async move { l.acquire().await.map(|_| ()) }
+        });
+        let b = tokio::spawn({
+            let l = l.clone();
+            async move { l.acquire().await.map(|_| ()) }
+        });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(l.gauges().queued, 2);
         assert_eq!(l.acquire().await.unwrap_err(), AdmitError::Shed);
@@ -347,7 +408,10 @@ mod tests {
             other => panic!("expected a timeout, got {other:?}"),
         }
         assert!(t0.elapsed() < Duration::from_secs(2));
-        assert_eq!(m.queue(QueueKind::Prove).timeouts.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            m.queue(QueueKind::Prove).timeouts.load(Ordering::Relaxed),
+            1
+        );
         assert_eq!(l.gauges().queued, 0);
     }
 
@@ -355,13 +419,19 @@ mod tests {
     async fn dropped_waiter_leaves_the_queue_and_is_counted() {
         let (l, m) = limiter(1, 4, 5_000);
         let (p, _) = l.acquire().await.unwrap();
-        let waiter = tokio::spawn({ let l = l.clone(); async move { l.acquire().await.map(|_| ()) } });
+        let waiter = tokio::spawn({
+            let l = l.clone();
+            async move { l.acquire().await.map(|_| ()) }
+        });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(l.gauges().queued, 1);
         waiter.abort();
         let _ = waiter.await;
         assert_eq!(l.gauges().queued, 0);
-        assert_eq!(m.queue(QueueKind::Prove).abandoned.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            m.queue(QueueKind::Prove).abandoned.load(Ordering::Relaxed),
+            1
+        );
         drop(p);
         // The slot is free again, nobody took it.
         assert_eq!(l.in_use(), 0);
@@ -377,7 +447,9 @@ mod tests {
     #[tokio::test]
     async fn jobs_run_off_the_runtime_and_hold_their_slot() {
         let m = Arc::new(Metrics::new());
-        let adm = Arc::new(ProveAdmission::new(Some(1), 1, 4, Duration::from_secs(5), m.clone()).unwrap());
+        let adm = Arc::new(
+            ProveAdmission::new(Some(1), 1, 4, Duration::from_secs(5), m.clone()).unwrap(),
+        );
         let (slot, _) = adm.acquire().await.unwrap();
         let name = adm
             .run(slot, || std::thread::current().name().map(str::to_owned))
@@ -397,19 +469,24 @@ mod tests {
     #[tokio::test]
     async fn unlimited_runs_everything_at_once() {
         let m = Arc::new(Metrics::new());
-        let adm = Arc::new(ProveAdmission::new(None, 1, 0, Duration::from_secs(5), m.clone()).unwrap());
+        let adm =
+            Arc::new(ProveAdmission::new(None, 1, 0, Duration::from_secs(5), m.clone()).unwrap());
         let mut tasks = Vec::new();
         for _ in 0..4 {
             let adm = adm.clone();
             tasks.push(tokio::spawn(async move {
                 let (slot, w) = adm.acquire().await.unwrap();
                 assert_eq!(w, Duration::ZERO);
-                adm.run(slot, || std::thread::sleep(Duration::from_millis(200))).await.unwrap();
+                adm.run(slot, || std::thread::sleep(Duration::from_millis(200)))
+                    .await
+                    .unwrap();
             }));
         }
         for t in tasks {
             t.await.unwrap();
         }
-        assert!(m.render(true, false, Default::default(), Default::default()).contains("enygma_proofs_in_flight_peak 4"));
+        assert!(m
+            .render(true, false, Default::default(), Default::default())
+            .contains("enygma_proofs_in_flight_peak 4"));
     }
 }

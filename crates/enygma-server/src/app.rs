@@ -37,12 +37,42 @@ enum Action {
 
 /// Every proving and verifying route: (template, path prefix, action, statement).
 const ROUTES: [(&str, &str, Action, Kind); 6] = [
-    (PROVE_ROUTE, "/generateProofTransfer-", Action::Prove, Kind::Transfer),
-    (PROVE_DEPOSIT_ROUTE, "/generateProofDeposit-", Action::Prove, Kind::Deposit),
-    (PROVE_WITHDRAW_ROUTE, "/generateProofWithdraw-", Action::Prove, Kind::Withdraw),
-    (VERIFY_ROUTE, "/verifyProofTransfer-", Action::Verify, Kind::Transfer),
-    (VERIFY_DEPOSIT_ROUTE, "/verifyProofDeposit-", Action::Verify, Kind::Deposit),
-    (VERIFY_WITHDRAW_ROUTE, "/verifyProofWithdraw-", Action::Verify, Kind::Withdraw),
+    (
+        PROVE_ROUTE,
+        "/generateProofTransfer-",
+        Action::Prove,
+        Kind::Transfer,
+    ),
+    (
+        PROVE_DEPOSIT_ROUTE,
+        "/generateProofDeposit-",
+        Action::Prove,
+        Kind::Deposit,
+    ),
+    (
+        PROVE_WITHDRAW_ROUTE,
+        "/generateProofWithdraw-",
+        Action::Prove,
+        Kind::Withdraw,
+    ),
+    (
+        VERIFY_ROUTE,
+        "/verifyProofTransfer-",
+        Action::Verify,
+        Kind::Transfer,
+    ),
+    (
+        VERIFY_DEPOSIT_ROUTE,
+        "/verifyProofDeposit-",
+        Action::Verify,
+        Kind::Deposit,
+    ),
+    (
+        VERIFY_WITHDRAW_ROUTE,
+        "/verifyProofWithdraw-",
+        Action::Verify,
+        Kind::Withdraw,
+    ),
 ];
 
 /// The statement's part of its route names: `/generateProof{stem}-{k}`, `/verifyProof{stem}-{k}`.
@@ -65,13 +95,17 @@ pub fn verify_route(kind: Kind) -> &'static str {
 }
 
 fn route_of(action: Action, kind: Kind) -> &'static str {
-    ROUTES.iter().find(|r| r.2 == action && r.3 == kind).map_or("other", |r| r.0)
+    ROUTES
+        .iter()
+        .find(|r| r.2 == action && r.3 == kind)
+        .map_or("other", |r| r.0)
 }
 
 /// The proving/verifying route a path belongs to: (template, action, statement, raw k).
 fn match_route(path: &str) -> Option<(&'static str, Action, Kind, &str)> {
     ROUTES.iter().find_map(|&(template, prefix, action, kind)| {
-        path.strip_prefix(prefix).map(|raw_k| (template, action, kind, raw_k))
+        path.strip_prefix(prefix)
+            .map(|raw_k| (template, action, kind, raw_k))
     })
 }
 
@@ -202,7 +236,11 @@ struct ErrorNote(Cow<'static, str>);
 
 impl ApiError {
     fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
-        ApiError { status, message: message.into(), retry_after: None }
+        ApiError {
+            status,
+            message: message.into(),
+            retry_after: None,
+        }
     }
 
     fn internal(message: &'static str) -> Self {
@@ -210,7 +248,10 @@ impl ApiError {
     }
 
     fn unavailable(message: &'static str, retry_after: u64) -> Self {
-        ApiError { retry_after: Some(retry_after), ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message) }
+        ApiError {
+            retry_after: Some(retry_after),
+            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
+        }
     }
 
     fn from_admit(err: AdmitError, kind: QueueKind, retry_after: u64) -> Self {
@@ -224,7 +265,11 @@ impl ApiError {
             ),
             AdmitError::Timeout(waited) => Self::new(
                 StatusCode::GATEWAY_TIMEOUT,
-                format!("timed out after {:.1}s waiting for a {} slot", waited.as_secs_f64(), kind.label()),
+                format!(
+                    "timed out after {:.1}s waiting for a {} slot",
+                    waited.as_secs_f64(),
+                    kind.label()
+                ),
             ),
         }
     }
@@ -246,7 +291,8 @@ impl IntoResponse for ApiError {
         let body = serde_json::json!({ "error": self.message }).to_string();
         let mut resp = (self.status, [(CONTENT_TYPE, JSON)], body).into_response();
         if let Some(secs) = self.retry_after {
-            resp.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+            resp.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(secs));
         }
         resp.extensions_mut().insert(ErrorNote(self.message));
         resp
@@ -305,11 +351,17 @@ fn request_id(headers: &HeaderMap) -> String {
     static SEED: OnceLock<u64> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let seed = *SEED.get_or_init(|| {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
         (t.as_nanos() as u64) ^ ((std::process::id() as u64) << 32)
     });
     // splitmix64: distinct, unpredictable-enough ids without a random number generator.
-    let mut z = seed.wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut z = seed.wrapping_add(
+        COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     format!("{:016x}", z ^ (z >> 31))
@@ -321,7 +373,12 @@ fn ms(d: Option<Duration>) -> Option<f64> {
 
 /// `queue;dur=12.3, witness;dur=40.1, prove;dur=610.4, total;dur=663.0` (the parts known).
 fn server_timing(info: &ReqInfo, total: Duration) -> String {
-    let parts = [("queue", info.queue), ("witness", info.witness), ("prove", info.prove), ("total", Some(total))];
+    let parts = [
+        ("queue", info.queue),
+        ("witness", info.witness),
+        ("prove", info.prove),
+        ("total", Some(total)),
+    ];
     parts
         .iter()
         .filter_map(|(name, d)| d.map(|d| format!("{name};dur={:.1}", d.as_secs_f64() * 1e3)))
@@ -381,14 +438,21 @@ impl AccessLog {
 impl Drop for AccessLog {
     fn drop(&mut self) {
         if !self.done {
-            self.finish(499, Some("client closed the connection before the response"));
+            self.finish(
+                499,
+                Some("client closed the connection before the response"),
+            );
         }
     }
 }
 
 /// Outermost layer of every route: request id, one log line, the request counter and, on the
 /// proving routes, `Server-Timing`.
-async fn observe<B: ProofBackend>(State(st): State<Arc<AppState<B>>>, mut req: Request, next: Next) -> Response {
+async fn observe<B: ProofBackend>(
+    State(st): State<Arc<AppState<B>>>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let id = request_id(req.headers());
     let route = route_label(req.uri().path());
     let ctx = ReqCtx::default();
@@ -463,22 +527,31 @@ async fn intake<B: ProofBackend>(
     next: Next,
 ) -> Result<Response, ApiError> {
     // The route matched `/<name>-{k}`: the statement is the route's, k everything after its '-'.
-    let (_, _, kind, raw_k) =
-        match_route(req.uri().path()).ok_or_else(|| ApiError::internal("route without a statement"))?;
+    let (_, _, kind, raw_k) = match_route(req.uri().path())
+        .ok_or_else(|| ApiError::internal("route without a statement"))?;
     let k = parse_k(raw_k).map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?;
     ctx.update(|i| i.k = Some(k));
     if st.backend().is_none() {
-        return Err(ApiError::unavailable("service is starting: keys are still loading", 5));
+        return Err(ApiError::unavailable(
+            "service is starting: keys are still loading",
+            5,
+        ));
     }
     let (parts, body) = req.into_parts();
-    let body = axum::body::to_bytes(body, st.body_limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if too_large {
-            ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("request body larger than {} bytes", st.body_limit))
-        } else {
-            ApiError::new(StatusCode::BAD_REQUEST, "could not read the request body")
-        }
-    })?;
+    let body = axum::body::to_bytes(body, st.body_limit)
+        .await
+        .map_err(|e| {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if too_large {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body larger than {} bytes", st.body_limit),
+                )
+            } else {
+                ApiError::new(StatusCode::BAD_REQUEST, "could not read the request body")
+            }
+        })?;
     let mut req = Request::from_parts(parts, Body::empty());
     req.extensions_mut().insert(Intake { kind, k, body });
     Ok(next.run(req).await)
@@ -494,12 +567,19 @@ async fn prepare<B: ProofBackend>(
     // Nothing to queue behind: shed before spending the checks' CPU on a request that would be
     // shed anyway (see `Limiter::shed_early`).
     if st.prove.shed_early() {
-        return Err(ApiError::from_admit(AdmitError::Shed, QueueKind::Prove, st.prove.retry_after_secs()));
+        return Err(ApiError::from_admit(
+            AdmitError::Shed,
+            QueueKind::Prove,
+            st.prove.retry_after_secs(),
+        ));
     }
-    let backend = st.backend().ok_or_else(|| ApiError::internal("backend missing"))?;
-    let prepared = tokio::task::spawn_blocking(move || backend.prepare(intake.kind, intake.k, &intake.body))
-        .await
-        .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
+    let backend = st
+        .backend()
+        .ok_or_else(|| ApiError::internal("backend missing"))?;
+    let prepared =
+        tokio::task::spawn_blocking(move || backend.prepare(intake.kind, intake.k, &intake.body))
+            .await
+            .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
     req.extensions_mut().insert(Prepared(Arc::new(prepared)));
     Ok(next.run(req).await)
 }
@@ -514,14 +594,19 @@ async fn admit<B: ProofBackend>(
     match st.prove.acquire().await {
         Ok((slot, waited)) => {
             ctx.update(|i| i.queue = Some(waited));
-            req.extensions_mut().insert(SlotCell(Arc::new(Mutex::new(Some(slot)))));
+            req.extensions_mut()
+                .insert(SlotCell(Arc::new(Mutex::new(Some(slot)))));
             Ok(next.run(req).await)
         }
         Err(e) => {
             if let AdmitError::Timeout(waited) = e {
                 ctx.update(|i| i.queue = Some(waited));
             }
-            Err(ApiError::from_admit(e, QueueKind::Prove, st.prove.retry_after_secs()))
+            Err(ApiError::from_admit(
+                e,
+                QueueKind::Prove,
+                st.prove.retry_after_secs(),
+            ))
         }
     }
 }
@@ -532,8 +617,13 @@ async fn admit_verify<B: ProofBackend>(
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let (permit, _waited) = st.verify.acquire().await.map_err(|e| ApiError::from_admit(e, QueueKind::Verify, 1))?;
-    req.extensions_mut().insert(PermitCell(Arc::new(Mutex::new(Some(permit)))));
+    let (permit, _waited) = st
+        .verify
+        .acquire()
+        .await
+        .map_err(|e| ApiError::from_admit(e, QueueKind::Verify, 1))?;
+    req.extensions_mut()
+        .insert(PermitCell(Arc::new(Mutex::new(Some(permit)))));
     Ok(next.run(req).await)
 }
 
@@ -550,7 +640,9 @@ async fn prove<B: ProofBackend>(
     Extension(slot): Extension<SlotCell>,
 ) -> Result<Response, ApiError> {
     let slot = take(&slot.0).ok_or_else(|| ApiError::internal("no proving slot"))?;
-    let backend = st.backend().ok_or_else(|| ApiError::internal("backend missing"))?;
+    let backend = st
+        .backend()
+        .ok_or_else(|| ApiError::internal("backend missing"))?;
     let out = st
         .prove
         .run(slot, move || backend.prove(&prepared.0))
@@ -572,14 +664,19 @@ async fn verify<B: ProofBackend>(
     Extension(permit): Extension<PermitCell>,
 ) -> Result<Response, ApiError> {
     let permit = take(&permit.0);
-    let backend = st.backend().ok_or_else(|| ApiError::internal("backend missing"))?;
+    let backend = st
+        .backend()
+        .ok_or_else(|| ApiError::internal("backend missing"))?;
     let valid = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         backend.verify(intake.kind, intake.k, &intake.body)
     })
     .await
     .map_err(|_| ApiError::internal("verification failed unexpectedly"))??;
-    Ok(json_response(StatusCode::OK, serde_json::json!({ "valid": valid }).to_string()))
+    Ok(json_response(
+        StatusCode::OK,
+        serde_json::json!({ "valid": valid }).to_string(),
+    ))
 }
 
 fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
@@ -605,11 +702,25 @@ async fn readyz<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response
 }
 
 async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response {
-    let text = st.metrics.render(st.is_ready(), st.is_draining(), st.prove.gauges(), st.verify.gauges());
-    ([(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
+    let text = st.metrics.render(
+        st.is_ready(),
+        st.is_draining(),
+        st.prove.gauges(),
+        st.verify.gauges(),
+    );
+    (
+        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        text,
+    )
+        .into_response()
 }
 
 /// gin's answer to an unknown route.
 async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, [(CONTENT_TYPE, "text/plain")], "404 page not found").into_response()
+    (
+        StatusCode::NOT_FOUND,
+        [(CONTENT_TYPE, "text/plain")],
+        "404 page not found",
+    )
+        .into_response()
 }

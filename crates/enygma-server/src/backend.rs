@@ -54,9 +54,9 @@ pub enum BackendError {
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BackendError::BadRequest(m) | BackendError::CheckFailed(m) | BackendError::Internal(m) => {
-                f.write_str(m)
-            }
+            BackendError::BadRequest(m)
+            | BackendError::CheckFailed(m)
+            | BackendError::Internal(m) => f.write_str(m),
             BackendError::UnsupportedK(_) => f.write_str(UNSUPPORTED_K_MESSAGE),
         }
     }

@@ -103,12 +103,17 @@ pub struct AdmissionConfig {
 impl Args {
     /// Resolves the defaults that depend on the machine or on other flags.
     pub fn admission(&self) -> AdmissionConfig {
-        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let max_inflight = self.max_inflight.map_or(1, |n| n as usize);
         AdmissionConfig {
             max_inflight: (!self.unlimited).then_some(max_inflight),
             prove_threads: self.prove_threads.map_or(cpus, |n| n as usize),
-            queue_depth: self.queue_depth.map(|n| n as usize).unwrap_or(4 * max_inflight),
+            queue_depth: self
+                .queue_depth
+                .map(|n| n as usize)
+                .unwrap_or(4 * max_inflight),
             queue_timeout: self.queue_timeout,
             verify_max_inflight: self.verify_max_inflight as usize,
             verify_queue_depth: self.verify_queue_depth as usize,
@@ -119,7 +124,9 @@ impl Args {
 /// Parses `250ms`, `30s`, `2m`, `1h` or a bare number of seconds (`30`, `0.5`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let value: f64 = num
         .parse()
@@ -129,7 +136,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "ms" => value / 1e3,
         "m" | "min" | "mins" => value * 60.0,
         "h" => value * 3600.0,
-        other => return Err(format!("invalid duration unit {other:?} in {s:?}: use ms, s, m or h")),
+        other => {
+            return Err(format!(
+                "invalid duration unit {other:?} in {s:?}: use ms, s, m or h"
+            ))
+        }
     };
     if !seconds.is_finite() || seconds > 1e9 {
         return Err(format!("duration {s:?} out of range"));
@@ -155,7 +166,10 @@ mod tests {
             if id == "help" || id == "version" {
                 continue;
             }
-            assert!(arg.get_env().is_some(), "--{id} has no environment variable");
+            assert!(
+                arg.get_env().is_some(),
+                "--{id} has no environment variable"
+            );
             assert!(arg.get_help().is_some(), "--{id} has no help");
         }
     }
@@ -179,8 +193,14 @@ mod tests {
     #[test]
     fn flags_and_unlimited() {
         let args = Args::try_parse_from([
-            "enygma-server", "--max-inflight", "3", "--queue-timeout", "1500ms", "--unlimited",
-            "--log-format", "json",
+            "enygma-server",
+            "--max-inflight",
+            "3",
+            "--queue-timeout",
+            "1500ms",
+            "--unlimited",
+            "--log-format",
+            "json",
         ])
         .unwrap();
         let adm = args.admission();

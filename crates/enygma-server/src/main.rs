@@ -16,7 +16,10 @@ fn main() -> ExitCode {
     init_tracing(args.log_format);
     install_panic_hook();
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!(error = %e, "cannot start the async runtime");
@@ -61,16 +64,29 @@ async fn run(args: Args) -> Exit {
         Err(e) => tracing::warn!(error = %e, "listening (address unknown)"),
     }
     let keys_dir = args.keys_dir.clone();
-    serve(listener, state, move || RealBackend::load(&keys_dir), shutdown_signal(), args.drain_timeout).await
+    serve(
+        listener,
+        state,
+        move || RealBackend::load(&keys_dir),
+        shutdown_signal(),
+        args.drain_timeout,
+    )
+    .await
 }
 
 fn init_tracing(format: LogFormat) {
     let filter = EnvFilter::new(enygma_prover::log_filter());
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
     }
 }
 
@@ -78,9 +94,19 @@ fn init_tracing(format: LogFormat) {
 /// values (an `assert_eq!` in prover code could print a secret), a static one cannot.
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        let message = info.payload().downcast_ref::<&'static str>().copied().unwrap_or("(formatted message withheld)");
-        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
-        let thread = std::thread::current().name().unwrap_or("unnamed").to_owned();
+        let message = info
+            .payload()
+            .downcast_ref::<&'static str>()
+            .copied()
+            .unwrap_or("(formatted message withheld)");
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_owned();
         tracing::error!(thread = %thread, location = %location, panic = message, "panic");
     }));
 }

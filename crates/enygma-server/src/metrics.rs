@@ -15,9 +15,13 @@ use std::time::Duration;
 use crate::backend::SUPPORTED_K;
 
 /// Upper bounds (seconds) of the queue-wait histogram buckets.
-const QUEUE_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+const QUEUE_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
 /// Upper bounds (seconds) of the witness and prove histogram buckets.
-const PROVE_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+const PROVE_BUCKETS: &[f64] = &[
+    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0,
+];
 
 /// The two admission queues.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -56,9 +60,14 @@ impl Histogram {
 
     pub fn observe(&self, d: Duration) {
         let secs = d.as_secs_f64();
-        let i = self.bounds.iter().position(|b| secs <= *b).unwrap_or(self.bounds.len());
+        let i = self
+            .bounds
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(self.bounds.len());
         self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        self.sum_nanos.fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.sum_nanos
+            .fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -75,11 +84,23 @@ impl Histogram {
         let mut cumulative = 0;
         for (i, bound) in self.bounds.iter().enumerate() {
             cumulative += self.buckets[i].load(Ordering::Relaxed);
-            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}");
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}"
+            );
         }
         cumulative += self.buckets[self.bounds.len()].load(Ordering::Relaxed);
-        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {cumulative}");
-        let braces = |l: &str| if l.is_empty() { String::new() } else { format!("{{{l}}}") };
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {cumulative}"
+        );
+        let braces = |l: &str| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{{{l}}}")
+            }
+        };
         let _ = writeln!(out, "{name}_sum{} {}", braces(labels), self.sum_secs());
         let _ = writeln!(out, "{name}_count{} {}", braces(labels), cumulative);
     }
@@ -210,23 +231,48 @@ impl Metrics {
     /// Mean witness + prove time over all k so far, if any proof finished.
     pub fn mean_service_time(&self) -> Option<Duration> {
         let count: u64 = self.prove.iter().map(Histogram::count).sum();
-        let sum: f64 = self.prove.iter().chain(&self.witness).map(Histogram::sum_secs).sum();
+        let sum: f64 = self
+            .prove
+            .iter()
+            .chain(&self.witness)
+            .map(Histogram::sum_secs)
+            .sum();
         (count > 0).then(|| Duration::from_secs_f64(sum / count as f64))
     }
 
     /// Renders every series in the Prometheus text format.
-    pub fn render(&self, ready: bool, draining: bool, prove: QueueGauges, verify: QueueGauges) -> String {
+    pub fn render(
+        &self,
+        ready: bool,
+        draining: bool,
+        prove: QueueGauges,
+        verify: QueueGauges,
+    ) -> String {
         let gauges = [(QueueKind::Prove, prove), (QueueKind::Verify, verify)];
         let mut out = String::with_capacity(8 * 1024);
         let o = &mut out;
 
-        header(o, "enygma_ready", "gauge", "1 once the keys of every statement and k are loaded, else 0.");
+        header(
+            o,
+            "enygma_ready",
+            "gauge",
+            "1 once the keys of every statement and k are loaded, else 0.",
+        );
         let _ = writeln!(o, "enygma_ready {}", ready as u8);
-        header(o, "enygma_draining", "gauge", "1 after SIGTERM/SIGINT, while in-flight and queued requests finish.");
+        header(
+            o,
+            "enygma_draining",
+            "gauge",
+            "1 after SIGTERM/SIGINT, while in-flight and queued requests finish.",
+        );
         let _ = writeln!(o, "enygma_draining {}", draining as u8);
 
-        header(o, "enygma_http_requests_total", "counter",
-            "Finished HTTP requests by route, k and status (499: the client went away first).");
+        header(
+            o,
+            "enygma_http_requests_total",
+            "counter",
+            "Finished HTTP requests by route, k and status (499: the client went away first).",
+        );
         {
             let map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
             for ((route, k, status), n) in map.iter() {
@@ -234,52 +280,154 @@ impl Metrics {
             }
         }
 
-        header(o, "enygma_proofs_in_flight", "gauge", "Proofs running on the prove pools now.");
+        header(
+            o,
+            "enygma_proofs_in_flight",
+            "gauge",
+            "Proofs running on the prove pools now.",
+        );
         let _ = writeln!(o, "enygma_proofs_in_flight {}", self.proofs_in_flight());
-        header(o, "enygma_proofs_in_flight_peak", "gauge", "Most proofs ever running at once since start.");
-        let _ = writeln!(o, "enygma_proofs_in_flight_peak {}", self.proofs_in_flight_peak.load(Ordering::SeqCst));
-        header(o, "enygma_proofs_started_total", "counter", "Proofs started on the prove pools.");
+        header(
+            o,
+            "enygma_proofs_in_flight_peak",
+            "gauge",
+            "Most proofs ever running at once since start.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_proofs_in_flight_peak {}",
+            self.proofs_in_flight_peak.load(Ordering::SeqCst)
+        );
+        header(
+            o,
+            "enygma_proofs_started_total",
+            "counter",
+            "Proofs started on the prove pools.",
+        );
         let _ = writeln!(o, "enygma_proofs_started_total {}", self.proofs_started());
-        header(o, "enygma_proofs_discarded_total", "counter",
-            "Proofs that finished after their client had disconnected.");
-        let _ = writeln!(o, "enygma_proofs_discarded_total {}", self.proofs_discarded.load(Ordering::Relaxed));
-        header(o, "enygma_proof_panics_total", "counter", "Proofs whose prover panicked (answered 500).");
-        let _ = writeln!(o, "enygma_proof_panics_total {}", self.proof_panics.load(Ordering::Relaxed));
+        header(
+            o,
+            "enygma_proofs_discarded_total",
+            "counter",
+            "Proofs that finished after their client had disconnected.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_proofs_discarded_total {}",
+            self.proofs_discarded.load(Ordering::Relaxed)
+        );
+        header(
+            o,
+            "enygma_proof_panics_total",
+            "counter",
+            "Proofs whose prover panicked (answered 500).",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_proof_panics_total {}",
+            self.proof_panics.load(Ordering::Relaxed)
+        );
 
-        header(o, "enygma_max_inflight", "gauge", "Configured concurrency limit per queue (0: unlimited).");
+        header(
+            o,
+            "enygma_max_inflight",
+            "gauge",
+            "Configured concurrency limit per queue (0: unlimited).",
+        );
         for (kind, g) in &gauges {
-            let _ = writeln!(o, "enygma_max_inflight{{queue=\"{}\"}} {}", kind.label(), g.max_inflight);
+            let _ = writeln!(
+                o,
+                "enygma_max_inflight{{queue=\"{}\"}} {}",
+                kind.label(),
+                g.max_inflight
+            );
         }
-        header(o, "enygma_queue_capacity", "gauge", "Configured queue depth per queue.");
+        header(
+            o,
+            "enygma_queue_capacity",
+            "gauge",
+            "Configured queue depth per queue.",
+        );
         for (kind, g) in &gauges {
-            let _ = writeln!(o, "enygma_queue_capacity{{queue=\"{}\"}} {}", kind.label(), g.queue_capacity);
+            let _ = writeln!(
+                o,
+                "enygma_queue_capacity{{queue=\"{}\"}} {}",
+                kind.label(),
+                g.queue_capacity
+            );
         }
-        header(o, "enygma_queue_depth", "gauge", "Requests waiting for a slot now.");
+        header(
+            o,
+            "enygma_queue_depth",
+            "gauge",
+            "Requests waiting for a slot now.",
+        );
         for (kind, g) in &gauges {
-            let _ = writeln!(o, "enygma_queue_depth{{queue=\"{}\"}} {}", kind.label(), g.queued);
+            let _ = writeln!(
+                o,
+                "enygma_queue_depth{{queue=\"{}\"}} {}",
+                kind.label(),
+                g.queued
+            );
         }
         type Counter = fn(&QueueCounters) -> &AtomicU64;
         let counters: [(&str, &str, Counter); 3] = [
-            ("enygma_shed_total", "Requests refused at once with 503 because the queue was full.", |c| &c.shed),
-            ("enygma_queue_timeouts_total", "Requests answered 504 after waiting the queue timeout.", |c| &c.timeouts),
-            ("enygma_abandoned_total", "Queued requests whose client disconnected; they were never run.", |c| &c.abandoned),
+            (
+                "enygma_shed_total",
+                "Requests refused at once with 503 because the queue was full.",
+                |c| &c.shed,
+            ),
+            (
+                "enygma_queue_timeouts_total",
+                "Requests answered 504 after waiting the queue timeout.",
+                |c| &c.timeouts,
+            ),
+            (
+                "enygma_abandoned_total",
+                "Queued requests whose client disconnected; they were never run.",
+                |c| &c.abandoned,
+            ),
         ];
         for (name, help, get) in counters {
             header(o, name, "counter", help);
             for kind in [QueueKind::Prove, QueueKind::Verify] {
-                let _ = writeln!(o, "{name}{{queue=\"{}\"}} {}", kind.label(), get(self.queue(kind)).load(Ordering::Relaxed));
+                let _ = writeln!(
+                    o,
+                    "{name}{{queue=\"{}\"}} {}",
+                    kind.label(),
+                    get(self.queue(kind)).load(Ordering::Relaxed)
+                );
             }
         }
 
-        header(o, "enygma_queue_wait_seconds", "histogram", "Time from admission to a free slot.");
+        header(
+            o,
+            "enygma_queue_wait_seconds",
+            "histogram",
+            "Time from admission to a free slot.",
+        );
         for kind in [QueueKind::Prove, QueueKind::Verify] {
-            self.queue_wait[kind as usize].render(o, "enygma_queue_wait_seconds", &format!("queue=\"{}\"", kind.label()));
+            self.queue_wait[kind as usize].render(
+                o,
+                "enygma_queue_wait_seconds",
+                &format!("queue=\"{}\"", kind.label()),
+            );
         }
-        header(o, "enygma_witness_seconds", "histogram", "Witness synthesis time by k.");
+        header(
+            o,
+            "enygma_witness_seconds",
+            "histogram",
+            "Witness synthesis time by k.",
+        );
         for k in SUPPORTED_K {
             self.witness[k - 2].render(o, "enygma_witness_seconds", &format!("k=\"{k}\""));
         }
-        header(o, "enygma_prove_seconds", "histogram", "Groth16 prove time (after the witness) by k.");
+        header(
+            o,
+            "enygma_prove_seconds",
+            "histogram",
+            "Groth16 prove time (after the witness) by k.",
+        );
         for k in SUPPORTED_K {
             self.prove[k - 2].render(o, "enygma_prove_seconds", &format!("k=\"{k}\""));
         }
@@ -306,11 +454,17 @@ mod tests {
         m.proof_started();
         m.proof_started();
         m.proof_finished();
-        m.queue(QueueKind::Prove).shed.fetch_add(5, Ordering::Relaxed);
+        m.queue(QueueKind::Prove)
+            .shed
+            .fetch_add(5, Ordering::Relaxed);
         let text = m.render(
             true,
             false,
-            QueueGauges { queued: 2, queue_capacity: 8, max_inflight: 2 },
+            QueueGauges {
+                queued: 2,
+                queue_capacity: 8,
+                max_inflight: 2,
+            },
             QueueGauges::default(),
         );
         for line in [

@@ -41,7 +41,11 @@ impl ProofBackend for RealBackend {
         let (response, timings) = self.0.prove(prepared).map_err(map_err)?;
         let json = serde_json::to_vec(&response)
             .map_err(|_| BackendError::Internal("cannot serialise the proof".into()))?;
-        Ok(ProofOutput { json, witness: timings.witness, prove: timings.prove })
+        Ok(ProofOutput {
+            json,
+            witness: timings.witness,
+            prove: timings.prove,
+        })
     }
 
     fn verify(&self, kind: Kind, k: usize, proof_json: &[u8]) -> Result<bool, BackendError> {
@@ -69,12 +73,16 @@ mod tests {
     fn sample(name: &str) -> Option<Vec<u8>> {
         let dir = std::env::var_os("ENYGMA_REFERENCE_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference"));
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference")
+            });
         std::fs::read(dir.join("requests").join(name)).ok()
     }
 
     fn prepare(k: usize, body: &[u8]) -> Result<(), BackendError> {
-        enygma_prover::prepare(Kind::Transfer, k, body).map(|_| ()).map_err(map_err)
+        enygma_prover::prepare(Kind::Transfer, k, body)
+            .map(|_| ())
+            .map_err(map_err)
     }
 
     fn with(body: &[u8], field: &str, value: &str) -> Vec<u8> {
@@ -102,10 +110,14 @@ mod tests {
 
         let cases: Vec<(usize, Vec<u8>, &str)> = vec![
             (6, bad6, "hashed_shared_secrets[0]"),
-            (2, k6.clone(), ""),                                      // arrays of 6 for k=2
-            (6, with(&k6, "block_number", "0x1f"), "block_number"),  // not decimal
+            (2, k6.clone(), ""), // arrays of 6 for k=2
+            (6, with(&k6, "block_number", "0x1f"), "block_number"), // not decimal
             (6, with(&k6, "sender_tx_value", "007"), "sender_tx_value"), // non-canonical
-            (6, with(&k6, "secret_key", &format!("{secret}x")), "secret_key"),
+            (
+                6,
+                with(&k6, "secret_key", &format!("{secret}x")),
+                "secret_key",
+            ),
         ];
         for (k, body, field) in cases {
             match prepare(k, &body) {

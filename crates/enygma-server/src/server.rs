@@ -55,7 +55,10 @@ where
             let outcome = match tokio::task::spawn_blocking(load).await {
                 Ok(Ok(backend)) => {
                     state.set_backend(backend);
-                    tracing::info!(elapsed_ms = start.elapsed().as_millis() as u64, "keys loaded; ready");
+                    tracing::info!(
+                        elapsed_ms = start.elapsed().as_millis() as u64,
+                        "keys loaded; ready"
+                    );
                     return;
                 }
                 Ok(Err(e)) => e,
@@ -128,7 +131,10 @@ pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
             (Ok(mut term), Ok(mut int)) => {
                 tokio::select! {
                     _ = term.recv() => {}

@@ -67,11 +67,15 @@ impl ProofBackend for Fake {
 
     fn prepare(&self, kind: Kind, _k: usize, body: &[u8]) -> Result<FakeReq, BackendError> {
         self.0.prepared.fetch_add(1, Ordering::SeqCst);
-        let mut req: FakeReq =
-            serde_json::from_slice(body).map_err(|_| BackendError::BadRequest("invalid JSON body".into()))?;
+        let mut req: FakeReq = serde_json::from_slice(body)
+            .map_err(|_| BackendError::BadRequest("invalid JSON body".into()))?;
         match req.fail.as_deref() {
-            Some("bad") => Err(BackendError::BadRequest("secret_key: not a decimal number".into())),
-            Some("check") => Err(BackendError::CheckFailed("check 12 (nullifier) failed".into())),
+            Some("bad") => Err(BackendError::BadRequest(
+                "secret_key: not a decimal number".into(),
+            )),
+            Some("check") => Err(BackendError::CheckFailed(
+                "check 12 (nullifier) failed".into(),
+            )),
             _ => {
                 req.kind = kind;
                 Ok(req)
@@ -91,13 +95,25 @@ impl ProofBackend for Fake {
         }
         let end = Instant::now();
         let thread = std::thread::current().name().unwrap_or("").to_owned();
-        self.0.proofs.lock().unwrap().push((req.tag.clone(), start, end, thread));
-        self.0.kinds.lock().unwrap().push((req.tag.clone(), req.kind));
+        self.0
+            .proofs
+            .lock()
+            .unwrap()
+            .push((req.tag.clone(), start, end, thread));
+        self.0
+            .kinds
+            .lock()
+            .unwrap()
+            .push((req.tag.clone(), req.kind));
         match req.fail.as_deref() {
-            Some("internal") => Err(BackendError::Internal("prover failed: constraint system unsatisfied".into())),
+            Some("internal") => Err(BackendError::Internal(
+                "prover failed: constraint system unsatisfied".into(),
+            )),
             Some("panic") => panic!("fake prover panic"),
             _ => Ok(ProofOutput {
-                json: serde_json::json!({ "tag": req.tag, "pi_a": ["1", "2"] }).to_string().into_bytes(),
+                json: serde_json::json!({ "tag": req.tag, "pi_a": ["1", "2"] })
+                    .to_string()
+                    .into_bytes(),
                 witness: Duration::from_millis(1),
                 prove: end - start,
             }),
@@ -106,19 +122,23 @@ impl ProofBackend for Fake {
 
     fn verify(&self, kind: Kind, k: usize, body: &[u8]) -> Result<bool, BackendError> {
         self.0.verified.lock().unwrap().push((kind, k));
-        let v: serde_json::Value =
-            serde_json::from_slice(body).map_err(|_| BackendError::BadRequest("invalid proof JSON".into()))?;
+        let v: serde_json::Value = serde_json::from_slice(body)
+            .map_err(|_| BackendError::BadRequest("invalid proof JSON".into()))?;
         Ok(v["tag"] == "good")
     }
 }
 
 fn body(tag: &str, ms: u64) -> Vec<u8> {
-    serde_json::json!({ "tag": tag, "ms": ms, "secret_key": SECRET }).to_string().into_bytes()
+    serde_json::json!({ "tag": tag, "ms": ms, "secret_key": SECRET })
+        .to_string()
+        .into_bytes()
 }
 
 fn body_with(tag: &str, ms: u64, extra: serde_json::Value) -> Vec<u8> {
     let mut v = serde_json::json!({ "tag": tag, "ms": ms, "secret_key": SECRET });
-    v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    v.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
     v.to_string().into_bytes()
 }
 
@@ -143,7 +163,12 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
     }
 }
 
-async fn start_with(cfg: AdmissionConfig, load_delay: Duration, drain_timeout: Duration, fail_load: bool) -> TestServer {
+async fn start_with(
+    cfg: AdmissionConfig,
+    load_delay: Duration,
+    drain_timeout: Duration,
+    fail_load: bool,
+) -> TestServer {
     let state = Arc::new(AppState::<Fake>::new(&cfg, 64 * 1024).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -158,8 +183,21 @@ async fn start_with(cfg: AdmissionConfig, load_delay: Duration, drain_timeout: D
         }
     };
     let (tx, rx) = oneshot::channel();
-    let task = tokio::spawn(serve(listener, state, load, async move { let _ = rx.await; }, drain_timeout));
-    let server = TestServer { addr, log, stop: Some(tx), task };
+    let task = tokio::spawn(serve(
+        listener,
+        state,
+        load,
+        async move {
+            let _ = rx.await;
+        },
+        drain_timeout,
+    ));
+    let server = TestServer {
+        addr,
+        log,
+        stop: Some(tx),
+        task,
+    };
     if !fail_load && load_delay.is_zero() {
         server.wait_ready().await;
     }
@@ -197,12 +235,21 @@ impl TestServer {
     }
 
     fn proved_tags(&self) -> Vec<String> {
-        self.log.proofs.lock().unwrap().iter().map(|p| p.0.clone()).collect()
+        self.log
+            .proofs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|p| p.0.clone())
+            .collect()
     }
 
     async fn stop(mut self) -> Exit {
         let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(T, self.task).await.expect("server did not stop").unwrap()
+        tokio::time::timeout(T, self.task)
+            .await
+            .expect("server did not stop")
+            .unwrap()
     }
 }
 
@@ -214,7 +261,11 @@ fn assert_no_secret(r: &http::Resp) {
 }
 
 /// Concurrently sends `bodies` (all in flight at once); returns (response, latency) in order.
-async fn burst(addr: SocketAddr, path: &'static str, bodies: Vec<Vec<u8>>) -> Vec<(http::Resp, Duration)> {
+async fn burst(
+    addr: SocketAddr,
+    path: &'static str,
+    bodies: Vec<Vec<u8>>,
+) -> Vec<(http::Resp, Duration)> {
     let t0 = Instant::now();
     let tasks: Vec<_> = bodies
         .into_iter()
@@ -237,13 +288,25 @@ async fn burst(addr: SocketAddr, path: &'static str, bodies: Vec<Vec<u8>>) -> Ve
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probes_answer_while_keys_load_and_readiness_follows() {
-    let s = start_with(cfg(Some(1), 4, 5_000), Duration::from_millis(500), Duration::from_secs(5), false).await;
+    let s = start_with(
+        cfg(Some(1), 4, 5_000),
+        Duration::from_millis(500),
+        Duration::from_secs(5),
+        false,
+    )
+    .await;
     let live = get(s.addr, "/livez").await.unwrap();
     assert_eq!(live.status, 200);
     let health = get(s.addr, "/healthcheck").await.unwrap();
     assert_eq!(health.status, 200);
-    assert_eq!(health.body, r#"{"message":"Server is healthy","status":"ok"}"#);
-    assert_eq!(health.json(), serde_json::json!({"status": "ok", "message": "Server is healthy"}));
+    assert_eq!(
+        health.body,
+        r#"{"message":"Server is healthy","status":"ok"}"#
+    );
+    assert_eq!(
+        health.json(),
+        serde_json::json!({"status": "ok", "message": "Server is healthy"})
+    );
     let ready = get(s.addr, "/readyz").await.unwrap();
     assert_eq!(ready.status, 503);
     let early = s.prove(&body("early", 0)).await;
@@ -254,15 +317,30 @@ async fn probes_answer_while_keys_load_and_readiness_follows() {
     s.wait_ready().await;
     let m = s.metrics().await;
     assert_eq!(metric(&m, "enygma_ready"), Some(1.0));
-    assert_eq!(metric(&m, "enygma_max_inflight{queue=\"prove\"}"), Some(1.0));
-    assert_eq!(metric(&m, "enygma_queue_capacity{queue=\"prove\"}"), Some(4.0));
+    assert_eq!(
+        metric(&m, "enygma_max_inflight{queue=\"prove\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&m, "enygma_queue_capacity{queue=\"prove\"}"),
+        Some(4.0)
+    );
     assert_eq!(s.stop().await, Exit::Clean);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_key_load_stops_the_service() {
-    let s = start_with(cfg(Some(1), 4, 5_000), Duration::ZERO, Duration::from_secs(5), true).await;
-    let exit = tokio::time::timeout(T, s.task).await.expect("did not stop").unwrap();
+    let s = start_with(
+        cfg(Some(1), 4, 5_000),
+        Duration::ZERO,
+        Duration::from_secs(5),
+        true,
+    )
+    .await;
+    let exit = tokio::time::timeout(T, s.task)
+        .await
+        .expect("did not stop")
+        .unwrap();
     assert_eq!(exit, Exit::Startup);
 }
 
@@ -270,13 +348,30 @@ async fn a_failed_key_load_stops_the_service() {
 async fn status_codes_and_no_secret_anywhere() {
     let s = start(cfg(Some(1), 4, 5_000)).await;
     let a = s.addr;
-    let bad_k = post(a, "/generateProofTransfer-7", &body("x", 0), T).await.unwrap();
-    assert_eq!((bad_k.status, bad_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
-    let neg_k = post(a, "/generateProofTransfer--1", &body("x", 0), T).await.unwrap();
-    assert_eq!((neg_k.status, neg_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
-    let nan_k = post(a, "/generateProofTransfer-abc", &body("x", 0), T).await.unwrap();
-    assert_eq!((nan_k.status, nan_k.error().as_str()), (400, "Invalid k parameter: must be a number"));
-    let six = post(a, "/generateProofTransfer-6", &body("six", 0), T).await.unwrap();
+    let bad_k = post(a, "/generateProofTransfer-7", &body("x", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (bad_k.status, bad_k.error().as_str()),
+        (400, "k value not supported: must be between 2 and 6")
+    );
+    let neg_k = post(a, "/generateProofTransfer--1", &body("x", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (neg_k.status, neg_k.error().as_str()),
+        (400, "k value not supported: must be between 2 and 6")
+    );
+    let nan_k = post(a, "/generateProofTransfer-abc", &body("x", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (nan_k.status, nan_k.error().as_str()),
+        (400, "Invalid k parameter: must be a number")
+    );
+    let six = post(a, "/generateProofTransfer-6", &body("six", 0), T)
+        .await
+        .unwrap();
     assert_eq!(six.status, 200);
 
     let big = vec![b' '; 64 * 1024 + 1];
@@ -286,26 +381,54 @@ async fn status_codes_and_no_secret_anywhere() {
 
     let not_json = s.prove(b"{not json").await;
     assert_eq!(not_json.status, 400);
-    let bad = s.prove(&body_with("bad", 0, serde_json::json!({"fail": "bad"}))).await;
-    assert_eq!((bad.status, bad.error().as_str()), (400, "secret_key: not a decimal number"));
-    let check = s.prove(&body_with("check", 0, serde_json::json!({"fail": "check"}))).await;
-    assert_eq!((check.status, check.error().as_str()), (422, "check 12 (nullifier) failed"));
-    let internal = s.prove(&body_with("internal", 0, serde_json::json!({"fail": "internal"}))).await;
+    let bad = s
+        .prove(&body_with("bad", 0, serde_json::json!({"fail": "bad"})))
+        .await;
+    assert_eq!(
+        (bad.status, bad.error().as_str()),
+        (400, "secret_key: not a decimal number")
+    );
+    let check = s
+        .prove(&body_with("check", 0, serde_json::json!({"fail": "check"})))
+        .await;
+    assert_eq!(
+        (check.status, check.error().as_str()),
+        (422, "check 12 (nullifier) failed")
+    );
+    let internal = s
+        .prove(&body_with(
+            "internal",
+            0,
+            serde_json::json!({"fail": "internal"}),
+        ))
+        .await;
     assert_eq!(internal.status, 500);
-    let panic = s.prove(&body_with("panic", 0, serde_json::json!({"fail": "panic"}))).await;
+    let panic = s
+        .prove(&body_with("panic", 0, serde_json::json!({"fail": "panic"})))
+        .await;
     assert_eq!(panic.status, 500);
     // The service survives a prover panic and frees the slot.
     let ok = s.prove(&body("ok", 0)).await;
     assert_eq!(ok.status, 200);
-    assert_eq!(ok.header("content-type"), Some("application/json; charset=utf-8"));
+    assert_eq!(
+        ok.header("content-type"),
+        Some("application/json; charset=utf-8")
+    );
     assert_eq!(ok.json()["tag"], "ok");
 
     let unknown = get(a, "/nope").await.unwrap();
     assert_eq!(unknown.status, 404);
 
-    for r in [&bad_k, &neg_k, &nan_k, &too_big, &not_json, &bad, &check, &internal, &panic, &ok] {
+    for r in [
+        &bad_k, &neg_k, &nan_k, &too_big, &not_json, &bad, &check, &internal, &panic, &ok,
+    ] {
         assert_no_secret(r);
-        assert_eq!(r.header("content-type"), Some("application/json; charset=utf-8"), "{}", r.body);
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/json; charset=utf-8"),
+            "{}",
+            r.body
+        );
     }
     // Invalid requests never reached the prover, nor a queue place.
     assert_eq!(s.proved_tags(), vec!["six", "internal", "panic", "ok"]);
@@ -328,9 +451,16 @@ async fn status_codes_and_no_secret_anywhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proof_responses_carry_timing_and_request_id() {
     let s = start(cfg(Some(1), 4, 5_000)).await;
-    let r = http::request(s.addr, "POST", s.prove_path(), &[("X-Request-Id", "gw-42.abc")], &body("t", 30), T)
-        .await
-        .unwrap();
+    let r = http::request(
+        s.addr,
+        "POST",
+        s.prove_path(),
+        &[("X-Request-Id", "gw-42.abc")],
+        &body("t", 30),
+        T,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.header("x-request-id"), Some("gw-42.abc"));
     let parts = server_timing(r.header("server-timing").expect("Server-Timing"));
@@ -342,14 +472,23 @@ async fn proof_responses_carry_timing_and_request_id() {
     assert!(get_ms("total") >= get_ms("prove"), "{parts:?}");
 
     // Without (or with an unusable) X-Request-Id, one is generated.
-    let r2 = http::request(s.addr, "POST", s.prove_path(), &[("X-Request-Id", "has spaces")], &body("t", 0), T)
-        .await
-        .unwrap();
+    let r2 = http::request(
+        s.addr,
+        "POST",
+        s.prove_path(),
+        &[("X-Request-Id", "has spaces")],
+        &body("t", 0),
+        T,
+    )
+    .await
+    .unwrap();
     let id = r2.header("x-request-id").unwrap();
     assert_eq!(id.len(), 16);
     assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
     // Errors on the proving route carry Server-Timing too (what is known).
-    let e = s.prove(&body_with("c", 0, serde_json::json!({"fail": "check"}))).await;
+    let e = s
+        .prove(&body_with("c", 0, serde_json::json!({"fail": "check"})))
+        .await;
     assert!(e.header("server-timing").unwrap().starts_with("total;dur="));
     assert_eq!(s.stop().await, Exit::Clean);
 }
@@ -360,7 +499,11 @@ async fn cap_of_one_runs_proofs_one_at_a_time_in_fifo_order() {
     let mut tasks = Vec::new();
     for tag in ["a", "b", "c", "d"] {
         let addr = s.addr;
-        tasks.push(tokio::spawn(async move { post(addr, "/generateProofTransfer-3", &body(tag, 120), T).await.unwrap() }));
+        tasks.push(tokio::spawn(async move {
+            post(addr, "/generateProofTransfer-3", &body(tag, 120), T)
+                .await
+                .unwrap()
+        }));
         // Unambiguous arrival order.
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
@@ -377,7 +520,10 @@ async fn cap_of_one_runs_proofs_one_at_a_time_in_fifo_order() {
     assert!(proofs.iter().all(|p| p.3 == "prove0-0"), "{proofs:?}");
     let m = s.metrics().await;
     assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(1.0));
-    assert_eq!(metric(&m, "enygma_queue_wait_seconds_count{queue=\"prove\"}"), Some(4.0));
+    assert_eq!(
+        metric(&m, "enygma_queue_wait_seconds_count{queue=\"prove\"}"),
+        Some(4.0)
+    );
     assert_eq!(s.stop().await, Exit::Clean);
 }
 
@@ -392,7 +538,11 @@ async fn burst_of_eight_admits_three_and_sheds_five_at_once() {
     assert_eq!(shed.len(), 5, "{results:?}");
     for (r, latency) in &shed {
         assert!(*latency < Duration::from_secs(1), "shed after {latency:?}");
-        let retry: u64 = r.header("retry-after").expect("Retry-After").parse().unwrap();
+        let retry: u64 = r
+            .header("retry-after")
+            .expect("Retry-After")
+            .parse()
+            .unwrap();
         assert!((1..=60).contains(&retry));
         assert!(r.error().contains("busy"));
     }
@@ -412,20 +562,33 @@ async fn burst_of_eight_admits_three_and_sheds_five_at_once() {
 async fn queue_timeout_answers_504_and_never_proves() {
     let s = start(cfg(Some(1), 4, 200)).await;
     let addr = s.addr;
-    let first = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("long", 1_000), T).await.unwrap() });
+    let first = tokio::spawn(async move {
+        post(addr, "/generateProofTransfer-2", &body("long", 1_000), T)
+            .await
+            .unwrap()
+    });
     tokio::time::sleep(Duration::from_millis(50)).await;
     let t0 = Instant::now();
     let late = s.prove(&body("late", 0)).await;
     let waited = t0.elapsed();
     assert_eq!(late.status, 504, "{}", late.body);
-    assert!(waited >= Duration::from_millis(200) && waited < Duration::from_millis(900), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(200) && waited < Duration::from_millis(900),
+        "{waited:?}"
+    );
     assert!(late.error().contains("timed out"));
     let st = server_timing(late.header("server-timing").unwrap());
-    assert!(st.iter().any(|(n, d)| n == "queue" && *d >= 200.0), "{st:?}");
+    assert!(
+        st.iter().any(|(n, d)| n == "queue" && *d >= 200.0),
+        "{st:?}"
+    );
     assert_eq!(first.await.unwrap().status, 200);
     assert_eq!(s.proved_tags(), vec!["long"]);
     let m = s.metrics().await;
-    assert_eq!(metric(&m, "enygma_queue_timeouts_total{queue=\"prove\"}"), Some(1.0));
+    assert_eq!(
+        metric(&m, "enygma_queue_timeouts_total{queue=\"prove\"}"),
+        Some(1.0)
+    );
     assert_eq!(s.stop().await, Exit::Clean);
 }
 
@@ -433,9 +596,21 @@ async fn queue_timeout_answers_504_and_never_proves() {
 async fn a_queued_request_whose_client_left_is_never_proved() {
     let s = start(cfg(Some(1), 4, 10_000)).await;
     let addr = s.addr;
-    let first = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("first", 600), T).await.unwrap() });
+    let first = tokio::spawn(async move {
+        post(addr, "/generateProofTransfer-2", &body("first", 600), T)
+            .await
+            .unwrap()
+    });
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let stream = http::send(addr, "POST", "/generateProofTransfer-2", &[], &body("gone", 0)).await.unwrap();
+    let stream = http::send(
+        addr,
+        "POST",
+        "/generateProofTransfer-2",
+        &[],
+        &body("gone", 0),
+    )
+    .await
+    .unwrap();
     // Wait until it is queued, then hang up.
     let deadline = Instant::now() + T;
     while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
@@ -444,7 +619,11 @@ async fn a_queued_request_whose_client_left_is_never_proved() {
     }
     drop(stream);
     let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_abandoned_total{queue=\"prove\"}") != Some(1.0) {
+    while metric(
+        &s.metrics().await,
+        "enygma_abandoned_total{queue=\"prove\"}",
+    ) != Some(1.0)
+    {
         assert!(Instant::now() < deadline, "abandonment not detected");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -464,9 +643,13 @@ async fn a_queued_request_whose_client_left_is_never_proved() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthcheck_stays_fast_while_proofs_saturate_the_cpu() {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
     let s = start(cfg(Some(cpus), 2 * cpus, 10_000)).await;
-    let bodies = (0..2 * cpus).map(|i| body_with(&format!("spin{i}"), 800, serde_json::json!({"spin": true}))).collect();
+    let bodies = (0..2 * cpus)
+        .map(|i| body_with(&format!("spin{i}"), 800, serde_json::json!({"spin": true})))
+        .collect();
     let addr = s.addr;
     let load = tokio::spawn(async move { burst(addr, "/generateProofTransfer-2", bodies).await });
     // Wait until every slot is busy.
@@ -483,7 +666,10 @@ async fn healthcheck_stays_fast_while_proofs_saturate_the_cpu() {
         assert_eq!(r.status, 200);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(worst < Duration::from_millis(100), "healthcheck took {worst:?} under load");
+    assert!(
+        worst < Duration::from_millis(100),
+        "healthcheck took {worst:?} under load"
+    );
     for (r, _) in load.await.unwrap() {
         assert_eq!(r.status, 200);
     }
@@ -495,7 +681,12 @@ async fn shutdown_drains_in_flight_and_queued_proofs() {
     let s = start(cfg(Some(1), 4, 10_000)).await;
     let addr = s.addr;
     let results = tokio::spawn(async move {
-        burst(addr, "/generateProofTransfer-2", vec![body("in-flight", 400), body("queued", 200)]).await
+        burst(
+            addr,
+            "/generateProofTransfer-2",
+            vec![body("in-flight", 400), body("queued", 200)],
+        )
+        .await
     });
     let deadline = Instant::now() + T;
     while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
@@ -506,7 +697,10 @@ async fn shutdown_drains_in_flight_and_queued_proofs() {
     let t0 = Instant::now();
     let exit = s.stop().await;
     assert_eq!(exit, Exit::Clean);
-    assert!(t0.elapsed() >= Duration::from_millis(300), "stopped before draining");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(300),
+        "stopped before draining"
+    );
     for (r, _) in results.await.unwrap() {
         assert_eq!(r.status, 200);
     }
@@ -517,9 +711,17 @@ async fn shutdown_drains_in_flight_and_queued_proofs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drain_timeout_gives_up() {
-    let s = start_with(cfg(Some(1), 4, 10_000), Duration::ZERO, Duration::from_millis(200), false).await;
+    let s = start_with(
+        cfg(Some(1), 4, 10_000),
+        Duration::ZERO,
+        Duration::from_millis(200),
+        false,
+    )
+    .await;
     let addr = s.addr;
-    let _slow = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("slow", 3_000), T).await });
+    let _slow = tokio::spawn(async move {
+        post(addr, "/generateProofTransfer-2", &body("slow", 3_000), T).await
+    });
     let deadline = Instant::now() + T;
     while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
         assert!(Instant::now() < deadline);
@@ -534,12 +736,24 @@ async fn drain_timeout_gives_up() {
 async fn unlimited_mode_starts_everything_at_once() {
     let s = start(cfg(None, 0, 10_000)).await;
     let t0 = Instant::now();
-    let results = burst(s.addr, "/generateProofTransfer-2", (0..4).map(|i| body(&format!("u{i}"), 300)).collect()).await;
+    let results = burst(
+        s.addr,
+        "/generateProofTransfer-2",
+        (0..4).map(|i| body(&format!("u{i}"), 300)).collect(),
+    )
+    .await;
     assert!(results.iter().all(|(r, _)| r.status == 200));
-    assert!(t0.elapsed() < Duration::from_millis(1_000), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_millis(1_000),
+        "{:?}",
+        t0.elapsed()
+    );
     let m = s.metrics().await;
     assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(4.0));
-    assert_eq!(metric(&m, "enygma_max_inflight{queue=\"prove\"}"), Some(0.0));
+    assert_eq!(
+        metric(&m, "enygma_max_inflight{queue=\"prove\"}"),
+        Some(0.0)
+    );
     assert_eq!(s.stop().await, Exit::Clean);
 }
 
@@ -548,7 +762,11 @@ async fn verify_has_its_own_limit_and_skips_the_proving_queue() {
     // One proving slot and no queue: while it is busy every proving request is shed.
     let s = start(cfg(Some(1), 0, 10_000)).await;
     let addr = s.addr;
-    let busy = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("busy", 600), T).await.unwrap() });
+    let busy = tokio::spawn(async move {
+        post(addr, "/generateProofTransfer-2", &body("busy", 600), T)
+            .await
+            .unwrap()
+    });
     let deadline = Instant::now() + T;
     while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
         assert!(Instant::now() < deadline);
@@ -556,15 +774,30 @@ async fn verify_has_its_own_limit_and_skips_the_proving_queue() {
     }
     assert_eq!(s.prove(&body("shed", 0)).await.status, 503);
     let t0 = Instant::now();
-    let good = post(addr, "/verifyProofTransfer-2", br#"{"tag":"good"}"#, T).await.unwrap();
+    let good = post(addr, "/verifyProofTransfer-2", br#"{"tag":"good"}"#, T)
+        .await
+        .unwrap();
     assert!(t0.elapsed() < Duration::from_millis(300));
-    assert_eq!((good.status, good.json()), (200, serde_json::json!({"valid": true})));
-    let forged = post(addr, "/verifyProofTransfer-2", br#"{"tag":"forged"}"#, T).await.unwrap();
-    assert_eq!((forged.status, forged.json()), (200, serde_json::json!({"valid": false})));
+    assert_eq!(
+        (good.status, good.json()),
+        (200, serde_json::json!({"valid": true}))
+    );
+    let forged = post(addr, "/verifyProofTransfer-2", br#"{"tag":"forged"}"#, T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (forged.status, forged.json()),
+        (200, serde_json::json!({"valid": false}))
+    );
     let garbage = post(addr, "/verifyProofTransfer-2", b"[", T).await.unwrap();
     assert_eq!(garbage.status, 400);
-    let bad_k = post(addr, "/verifyProofTransfer-9", br#"{"tag":"good"}"#, T).await.unwrap();
-    assert_eq!((bad_k.status, bad_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
+    let bad_k = post(addr, "/verifyProofTransfer-9", br#"{"tag":"good"}"#, T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (bad_k.status, bad_k.error().as_str()),
+        (400, "k value not supported: must be between 2 and 6")
+    );
     assert_eq!(busy.await.unwrap().status, 200);
     assert_eq!(s.stop().await, Exit::Clean);
 }
@@ -591,11 +824,23 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
     }
     assert_eq!(
         *s.log.kinds.lock().unwrap(),
-        vec![("t".to_string(), Kind::Transfer), ("d".to_string(), Kind::Deposit), ("w".to_string(), Kind::Withdraw)]
+        vec![
+            ("t".to_string(), Kind::Transfer),
+            ("d".to_string(), Kind::Deposit),
+            ("w".to_string(), Kind::Withdraw)
+        ]
     );
-    for path in ["/verifyProofTransfer-2", "/verifyProofDeposit-5", "/verifyProofWithdraw-6"] {
+    for path in [
+        "/verifyProofTransfer-2",
+        "/verifyProofDeposit-5",
+        "/verifyProofWithdraw-6",
+    ] {
         let r = post(a, path, br#"{"tag":"good"}"#, T).await.unwrap();
-        assert_eq!((r.status, r.json()), (200, serde_json::json!({"valid": true})), "{path}");
+        assert_eq!(
+            (r.status, r.json()),
+            (200, serde_json::json!({"valid": true})),
+            "{path}"
+        );
         assert!(r.header("server-timing").is_none(), "{path}");
     }
     assert_eq!(
@@ -604,18 +849,48 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
     );
 
     // The reference's k messages and the statuses hold on the new routes too.
-    let bad_k = post(a, "/generateProofDeposit-7", &body("x", 0), T).await.unwrap();
-    assert_eq!((bad_k.status, bad_k.error().as_str()), (400, "k value not supported: must be between 2 and 6"));
-    let nan_k = post(a, "/verifyProofWithdraw-x", &body("x", 0), T).await.unwrap();
-    assert_eq!((nan_k.status, nan_k.error().as_str()), (400, "Invalid k parameter: must be a number"));
-    let check = post(a, "/generateProofWithdraw-2", &body_with("c", 0, serde_json::json!({"fail": "check"})), T)
+    let bad_k = post(a, "/generateProofDeposit-7", &body("x", 0), T)
         .await
         .unwrap();
+    assert_eq!(
+        (bad_k.status, bad_k.error().as_str()),
+        (400, "k value not supported: must be between 2 and 6")
+    );
+    let nan_k = post(a, "/verifyProofWithdraw-x", &body("x", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (nan_k.status, nan_k.error().as_str()),
+        (400, "Invalid k parameter: must be a number")
+    );
+    let check = post(
+        a,
+        "/generateProofWithdraw-2",
+        &body_with("c", 0, serde_json::json!({"fail": "check"})),
+        T,
+    )
+    .await
+    .unwrap();
     assert_eq!(check.status, 422);
-    assert!(check.header("server-timing").unwrap().starts_with("total;dur="));
+    assert!(check
+        .header("server-timing")
+        .unwrap()
+        .starts_with("total;dur="));
     // Unknown statements are not routes.
-    assert_eq!(post(a, "/generateProofJoinsplit-2", &body("x", 0), T).await.unwrap().status, 404);
-    assert_eq!(post(a, "/generateProofdeposit-2", &body("x", 0), T).await.unwrap().status, 404);
+    assert_eq!(
+        post(a, "/generateProofJoinsplit-2", &body("x", 0), T)
+            .await
+            .unwrap()
+            .status,
+        404
+    );
+    assert_eq!(
+        post(a, "/generateProofdeposit-2", &body("x", 0), T)
+            .await
+            .unwrap()
+            .status,
+        404
+    );
 
     let m = s.metrics().await;
     assert!(!m.contains(SECRET));
@@ -630,7 +905,9 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
         ("/verifyProofWithdraw-{k}", "none", "400", 1.0),
         ("other", "none", "404", 2.0),
     ] {
-        let series = format!("enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}}");
+        let series = format!(
+            "enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}}"
+        );
         assert_eq!(metric(&m, &series), Some(n), "{series}");
     }
     assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(3.0)); // the 422 never reached the prover
@@ -642,13 +919,21 @@ async fn all_statements_share_one_proving_cap_and_queue() {
     // One slot and one queue place for the three statements together.
     let s = start(cfg(Some(1), 1, 10_000)).await;
     let addr = s.addr;
-    let running = tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &body("t-run", 500), T).await.unwrap() });
+    let running = tokio::spawn(async move {
+        post(addr, "/generateProofTransfer-2", &body("t-run", 500), T)
+            .await
+            .unwrap()
+    });
     let deadline = Instant::now() + T;
     while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
         assert!(Instant::now() < deadline, "slot never taken");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let queued = tokio::spawn(async move { post(addr, "/generateProofWithdraw-2", &body("w-queued", 0), T).await.unwrap() });
+    let queued = tokio::spawn(async move {
+        post(addr, "/generateProofWithdraw-2", &body("w-queued", 0), T)
+            .await
+            .unwrap()
+    });
     let deadline = Instant::now() + T;
     while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
         assert!(Instant::now() < deadline, "withdraw never queued");
@@ -657,24 +942,44 @@ async fn all_statements_share_one_proving_cap_and_queue() {
     // The slot and the queue are full: a deposit (and another transfer) is shed at once.
     let prepared_before = s.log.prepared.load(Ordering::SeqCst);
     let t0 = Instant::now();
-    let shed = post(addr, "/generateProofDeposit-2", &body("d-shed", 0), T).await.unwrap();
-    assert!(t0.elapsed() < Duration::from_millis(300), "{:?}", t0.elapsed());
+    let shed = post(addr, "/generateProofDeposit-2", &body("d-shed", 0), T)
+        .await
+        .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_millis(300),
+        "{:?}",
+        t0.elapsed()
+    );
     assert_eq!(shed.status, 503, "{}", shed.body);
     assert!(shed.header("retry-after").is_some());
     assert!(shed.error().contains("busy"));
-    assert_eq!(post(addr, "/generateProofTransfer-3", &body("t-shed", 0), T).await.unwrap().status, 503);
+    assert_eq!(
+        post(addr, "/generateProofTransfer-3", &body("t-shed", 0), T)
+            .await
+            .unwrap()
+            .status,
+        503
+    );
     // Shed early: the checks of the shed requests never ran.
     assert_eq!(s.log.prepared.load(Ordering::SeqCst), prepared_before);
     // Verification of any statement skips the proving queue.
-    let v = post(addr, "/verifyProofDeposit-2", br#"{"tag":"good"}"#, T).await.unwrap();
-    assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": true})));
+    let v = post(addr, "/verifyProofDeposit-2", br#"{"tag":"good"}"#, T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (v.status, v.json()),
+        (200, serde_json::json!({"valid": true}))
+    );
 
     assert_eq!(running.await.unwrap().status, 200);
     assert_eq!(queued.await.unwrap().status, 200);
     let proofs = s.log.proofs.lock().unwrap().clone();
     let tags: Vec<&str> = proofs.iter().map(|p| p.0.as_str()).collect();
     assert_eq!(tags, ["t-run", "w-queued"]);
-    assert!(proofs[1].1 >= proofs[0].2, "a withdraw overlapped a transfer");
+    assert!(
+        proofs[1].1 >= proofs[0].2,
+        "a withdraw overlapped a transfer"
+    );
     let m = s.metrics().await;
     assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(1.0));
     assert_eq!(metric(&m, "enygma_shed_total{queue=\"prove\"}"), Some(2.0));

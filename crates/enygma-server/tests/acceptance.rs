@@ -64,7 +64,15 @@ impl Server {
     async fn start(extra: &[&str]) -> Server {
         let keys = repo_dir().join("keys");
         let mut child = Command::new(env!("CARGO_BIN_EXE_enygma-server"))
-            .args(["--bind", "127.0.0.1", "--port", "0", "--log-format", "json", "--keys-dir"])
+            .args([
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--log-format",
+                "json",
+                "--keys-dir",
+            ])
             .arg(&keys)
             .args(extra)
             .env("RUST_LOG", "info")
@@ -88,7 +96,10 @@ impl Server {
                     if i == 0 {
                         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
                             if v["message"] == "listening" {
-                                if let Some(a) = v["addr"].as_str().and_then(|a| a.parse::<SocketAddr>().ok()) {
+                                if let Some(a) = v["addr"]
+                                    .as_str()
+                                    .and_then(|a| a.parse::<SocketAddr>().ok())
+                                {
                                     let _ = addr_tx.send(a);
                                 }
                             }
@@ -102,7 +113,10 @@ impl Server {
             Ok(a) => a,
             Err(_) => {
                 let _ = child.kill();
-                panic!("server did not log its address: {:?}", lines.lock().unwrap());
+                panic!(
+                    "server did not log its address: {:?}",
+                    lines.lock().unwrap()
+                );
             }
         };
         assert!(addr.ip().is_loopback());
@@ -148,7 +162,14 @@ impl Server {
     }
 
     async fn prove(&self, k: usize, body: &[u8]) -> Resp {
-        post(self.addr, &format!("/generateProofTransfer-{k}"), body, PROVE_TIMEOUT).await.unwrap()
+        post(
+            self.addr,
+            &format!("/generateProofTransfer-{k}"),
+            body,
+            PROVE_TIMEOUT,
+        )
+        .await
+        .unwrap()
     }
 
     async fn metrics(&self) -> String {
@@ -211,7 +232,13 @@ impl Drop for Server {
 /// Resident memory of a process (Linux), in MB.
 fn rss_mb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: u64 = status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
     Some(kb / 1024)
 }
 
@@ -235,7 +262,10 @@ fn assert_no_secret(r: &Resp, secrets: &[&str]) {
     }
 }
 
-fn with_field(body: &[u8], f: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> Vec<u8> {
+fn with_field(
+    body: &[u8],
+    f: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) -> Vec<u8> {
     let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
     f(v.as_object_mut().unwrap());
     serde_json::to_vec(&v).unwrap()
@@ -245,14 +275,20 @@ fn with_field(body: &[u8], f: impl FnOnce(&mut serde_json::Map<String, serde_jso
 async fn real_proofs_verify_and_bad_inputs_get_their_status() {
     let _serial = serial();
     let (k6, k2) = (sample("transfer-k6.json"), sample("transfer-k2.json"));
-    let (bad6, bad2) = (sample("bad-transfer-k6.json"), sample("bad-transfer-k2.json"));
+    let (bad6, bad2) = (
+        sample("bad-transfer-k6.json"),
+        sample("bad-transfer-k2.json"),
+    );
     let (s6, s2) = (secret_of(&k6), secret_of(&k2));
     let secrets = [s6.as_str(), s2.as_str()];
     let server = Server::start(&["--max-inflight", "1"]).await;
     let mut responses = Vec::new();
 
     let health = get(server.addr, "/healthcheck").await.unwrap();
-    assert_eq!(health.json(), serde_json::json!({"status": "ok", "message": "Server is healthy"}));
+    assert_eq!(
+        health.json(),
+        serde_json::json!({"status": "ok", "message": "Server is healthy"})
+    );
 
     // The two real samples: 200, and the proofs verify.
     for (k, body, n_public) in [(6, &k6, 50), (2, &k2, 18)] {
@@ -267,13 +303,30 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
         let names: Vec<&str> = st.iter().map(|p| p.0.as_str()).collect();
         assert_eq!(names, ["queue", "witness", "prove", "total"], "k={k}");
         let verify_path = format!("/verifyProofTransfer-{k}");
-        let v = post(server.addr, &verify_path, r.body.as_bytes(), PROVE_TIMEOUT).await.unwrap();
-        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": true})), "k={k}");
+        let v = post(server.addr, &verify_path, r.body.as_bytes(), PROVE_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(
+            (v.status, v.json()),
+            (200, serde_json::json!({"valid": true})),
+            "k={k}"
+        );
         // A proof with a different public input does not verify.
         let mut forged = proof.clone();
         forged["public_signal"][0] = serde_json::json!("1");
-        let v = post(server.addr, &verify_path, forged.to_string().as_bytes(), PROVE_TIMEOUT).await.unwrap();
-        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": false})), "k={k}");
+        let v = post(
+            server.addr,
+            &verify_path,
+            forged.to_string().as_bytes(),
+            PROVE_TIMEOUT,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (v.status, v.json()),
+            (200, serde_json::json!({"valid": false})),
+            "k={k}"
+        );
         responses.push(r);
     }
 
@@ -289,23 +342,77 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
 
     // Every other bad input class.
     let cases: Vec<(String, Vec<u8>, u16, &str)> = vec![
-        ("/generateProofTransfer-7".into(), k6.clone(), 400, "k value not supported: must be between 2 and 6"),
-        ("/generateProofTransfer-x".into(), k6.clone(), 400, "Invalid k parameter: must be a number"),
+        (
+            "/generateProofTransfer-7".into(),
+            k6.clone(),
+            400,
+            "k value not supported: must be between 2 and 6",
+        ),
+        (
+            "/generateProofTransfer-x".into(),
+            k6.clone(),
+            400,
+            "Invalid k parameter: must be a number",
+        ),
         ("/generateProofTransfer-2".into(), k6.clone(), 400, ""), // arrays of length 6 for k=2
-        ("/generateProofTransfer-6".into(), b"{\"sender_id\": ".to_vec(), 400, ""),
-        ("/generateProofTransfer-6".into(), with_field(&k6, |m| { m.remove("nullifier"); }), 400, "nullifier"),
-        ("/generateProofTransfer-6".into(), with_field(&k6, |m| { m.insert("block_number".into(), "0x1f".into()); }), 400, "block_number"),
-        ("/generateProofTransfer-6".into(), with_field(&k6, |m| { m.insert("sender_tx_value".into(), "007".into()); }), 400, "sender_tx_value"),
-        ("/generateProofTransfer-6".into(), vec![b' '; 64 * 1024 + 1], 413, ""),
+        (
+            "/generateProofTransfer-6".into(),
+            b"{\"sender_id\": ".to_vec(),
+            400,
+            "",
+        ),
+        (
+            "/generateProofTransfer-6".into(),
+            with_field(&k6, |m| {
+                m.remove("nullifier");
+            }),
+            400,
+            "nullifier",
+        ),
+        (
+            "/generateProofTransfer-6".into(),
+            with_field(&k6, |m| {
+                m.insert("block_number".into(), "0x1f".into());
+            }),
+            400,
+            "block_number",
+        ),
+        (
+            "/generateProofTransfer-6".into(),
+            with_field(&k6, |m| {
+                m.insert("sender_tx_value".into(), "007".into());
+            }),
+            400,
+            "sender_tx_value",
+        ),
+        (
+            "/generateProofTransfer-6".into(),
+            vec![b' '; 64 * 1024 + 1],
+            413,
+            "",
+        ),
     ];
     for (path, body, status, needle) in cases {
-        let r = post(server.addr, &path, &body, PROVE_TIMEOUT).await.unwrap();
+        let r = post(server.addr, &path, &body, PROVE_TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.status, status, "{path}: {}", r.body);
-        assert!(r.error().contains(needle), "{path}: {:?} lacks {needle:?}", r.error());
+        assert!(
+            r.error().contains(needle),
+            "{path}: {:?} lacks {needle:?}",
+            r.error()
+        );
         responses.push(r);
     }
     // A request whose secret key is itself malformed: the message names the field only.
-    let r = server.prove(6, &with_field(&k6, |m| { m.insert("secret_key".into(), format!("{s6}x").into()); })).await;
+    let r = server
+        .prove(
+            6,
+            &with_field(&k6, |m| {
+                m.insert("secret_key".into(), format!("{s6}x").into());
+            }),
+        )
+        .await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.error().contains("secret_key"), "{}", r.body);
     responses.push(r);
@@ -315,7 +422,11 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
     }
     let m = server.metrics().await;
     assert_no_secret_in("the metrics", &m, &secrets);
-    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(2.0), "invalid requests were proved");
+    assert_eq!(
+        metric(&m, "enygma_proofs_started_total"),
+        Some(2.0),
+        "invalid requests were proved"
+    );
     assert_eq!(metric(&m, "enygma_prove_seconds_count{k=\"6\"}"), Some(1.0));
     assert_eq!(metric(&m, "enygma_prove_seconds_count{k=\"2\"}"), Some(1.0));
 
@@ -326,7 +437,11 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
         .into_iter()
         .filter(|l| l["route"] == "/generateProofTransfer-{k}")
         .count();
-    assert_eq!(proving_lines, 2 + 2 + 8 + 1, "one access line per proving request");
+    assert_eq!(
+        proving_lines,
+        2 + 2 + 8 + 1,
+        "one access line per proving request"
+    );
     let logs = server.stop();
     for line in &logs {
         assert_no_secret_in("a log line", line, &secrets);
@@ -336,8 +451,17 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
         .into_iter()
         .find(|l| l["status"] == 200 && l["k"] == 6)
         .expect("access line of the k=6 proof");
-    for field in ["request_id", "queue_ms", "witness_ms", "prove_ms", "total_ms"] {
-        assert!(!ok_line[field].is_null(), "access line lacks {field}: {ok_line}");
+    for field in [
+        "request_id",
+        "queue_ms",
+        "witness_ms",
+        "prove_ms",
+        "total_ms",
+    ] {
+        assert!(
+            !ok_line[field].is_null(),
+            "access line lacks {field}: {ok_line}"
+        );
     }
 }
 
@@ -352,7 +476,9 @@ async fn burst_of_eight_with_one_slot_and_two_queue_places() {
         .map(|_| {
             let body = k2.clone();
             tokio::spawn(async move {
-                let r = post(addr, "/generateProofTransfer-2", &body, PROVE_TIMEOUT).await.unwrap();
+                let r = post(addr, "/generateProofTransfer-2", &body, PROVE_TIMEOUT)
+                    .await
+                    .unwrap();
                 (r, t0.elapsed())
             })
         })
@@ -364,44 +490,90 @@ async fn burst_of_eight_with_one_slot_and_two_queue_places() {
     let ok: Vec<_> = results.iter().filter(|(r, _)| r.status == 200).collect();
     let shed: Vec<_> = results.iter().filter(|(r, _)| r.status == 503).collect();
     assert!(ok.len() >= 3, "admitted only {}", ok.len());
-    assert_eq!(ok.len() + shed.len(), 8, "{:?}", results.iter().map(|r| r.0.status).collect::<Vec<_>>());
+    assert_eq!(
+        ok.len() + shed.len(),
+        8,
+        "{:?}",
+        results.iter().map(|r| r.0.status).collect::<Vec<_>>()
+    );
     for (r, latency) in &shed {
         assert!(*latency < Duration::from_secs(1), "shed after {latency:?}");
-        assert!(r.header("retry-after").and_then(|v| v.parse::<u64>().ok()).is_some(), "no Retry-After");
+        assert!(
+            r.header("retry-after")
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some(),
+            "no Retry-After"
+        );
     }
     let m = server.metrics().await;
-    assert_eq!(metric(&m, "enygma_proofs_in_flight_peak"), Some(1.0), "two proofs ran at once");
-    assert_eq!(metric(&m, "enygma_shed_total{queue=\"prove\"}"), Some(shed.len() as f64));
+    assert_eq!(
+        metric(&m, "enygma_proofs_in_flight_peak"),
+        Some(1.0),
+        "two proofs ran at once"
+    );
+    assert_eq!(
+        metric(&m, "enygma_shed_total{queue=\"prove\"}"),
+        Some(shed.len() as f64)
+    );
     // The Server-Timing intervals agree: each admitted proof waited for the previous ones.
     let mut waits: Vec<f64> = ok
         .iter()
-        .map(|(r, _)| server_timing(r.header("server-timing").unwrap()).iter().find(|p| p.0 == "queue").unwrap().1)
+        .map(|(r, _)| {
+            server_timing(r.header("server-timing").unwrap())
+                .iter()
+                .find(|p| p.0 == "queue")
+                .unwrap()
+                .1
+        })
         .collect();
     waits.sort_by(f64::total_cmp);
     let prove_ms = |r: &Resp| {
         let st = server_timing(r.header("server-timing").unwrap());
-        st.iter().filter(|p| p.0 == "witness" || p.0 == "prove").map(|p| p.1).sum::<f64>()
+        st.iter()
+            .filter(|p| p.0 == "witness" || p.0 == "prove")
+            .map(|p| p.1)
+            .sum::<f64>()
     };
-    let shortest_proof = ok.iter().map(|(r, _)| prove_ms(r)).fold(f64::INFINITY, f64::min);
+    let shortest_proof = ok
+        .iter()
+        .map(|(r, _)| prove_ms(r))
+        .fold(f64::INFINITY, f64::min);
     for (i, w) in waits.iter().enumerate().skip(1) {
-        assert!(*w >= i as f64 * shortest_proof * 0.9, "queue waits {waits:?} vs proof {shortest_proof} ms");
+        assert!(
+            *w >= i as f64 * shortest_proof * 0.9,
+            "queue waits {waits:?} vs proof {shortest_proof} ms"
+        );
     }
 
     // A queued request whose client hangs up is never proved.
     let started = metric(&m, "enygma_proofs_started_total").unwrap();
     let first = tokio::spawn({
         let body = k2.clone();
-        async move { post(addr, "/generateProofTransfer-2", &body, PROVE_TIMEOUT).await.unwrap() }
+        async move {
+            post(addr, "/generateProofTransfer-2", &body, PROVE_TIMEOUT)
+                .await
+                .unwrap()
+        }
     });
     server.wait_metric("enygma_proofs_in_flight", 1.0).await;
-    let gone = http::send(addr, "POST", "/generateProofTransfer-2", &[], &k2).await.unwrap();
-    server.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0).await;
+    let gone = http::send(addr, "POST", "/generateProofTransfer-2", &[], &k2)
+        .await
+        .unwrap();
+    server
+        .wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     drop(gone);
-    server.wait_metric("enygma_abandoned_total{queue=\"prove\"}", 1.0).await;
+    server
+        .wait_metric("enygma_abandoned_total{queue=\"prove\"}", 1.0)
+        .await;
     assert_eq!(first.await.unwrap().status, 200);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let m = server.metrics().await;
-    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(started + 1.0), "the abandoned request was proved");
+    assert_eq!(
+        metric(&m, "enygma_proofs_started_total"),
+        Some(started + 1.0),
+        "the abandoned request was proved"
+    );
     server.stop();
 }
 
@@ -413,13 +585,23 @@ async fn queue_timeout_gives_504() {
     let addr = server.addr;
     let first = tokio::spawn({
         let body = k6.clone();
-        async move { post(addr, "/generateProofTransfer-6", &body, PROVE_TIMEOUT).await.unwrap() }
+        async move {
+            post(addr, "/generateProofTransfer-6", &body, PROVE_TIMEOUT)
+                .await
+                .unwrap()
+        }
     });
     server.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let late = server.prove(6, &k6).await;
     assert_eq!(late.status, 504, "{}", late.body);
     assert_eq!(first.await.unwrap().status, 200);
-    assert_eq!(metric(&server.metrics().await, "enygma_queue_timeouts_total{queue=\"prove\"}"), Some(1.0));
+    assert_eq!(
+        metric(
+            &server.metrics().await,
+            "enygma_queue_timeouts_total{queue=\"prove\"}"
+        ),
+        Some(1.0)
+    );
     server.stop();
 }
 
@@ -427,17 +609,26 @@ async fn queue_timeout_gives_504() {
 async fn healthcheck_is_fast_under_full_load_and_sigterm_drains() {
     let _serial = serial();
     let k6 = sample("transfer-k6.json");
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-    let mut server = Server::start(&["--max-inflight", &cpus.to_string(), "--queue-depth", "4"]).await;
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let mut server =
+        Server::start(&["--max-inflight", &cpus.to_string(), "--queue-depth", "4"]).await;
     let addr = server.addr;
     // Every slot busy, and one more queued.
     let tasks: Vec<_> = (0..cpus + 1)
         .map(|_| {
             let body = k6.clone();
-            tokio::spawn(async move { post(addr, "/generateProofTransfer-6", &body, PROVE_TIMEOUT).await.unwrap() })
+            tokio::spawn(async move {
+                post(addr, "/generateProofTransfer-6", &body, PROVE_TIMEOUT)
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
-    server.wait_metric("enygma_proofs_in_flight", cpus as f64).await;
+    server
+        .wait_metric("enygma_proofs_in_flight", cpus as f64)
+        .await;
     let mut worst = Duration::ZERO;
     for _ in 0..5 {
         let t0 = Instant::now();
@@ -446,7 +637,10 @@ async fn healthcheck_is_fast_under_full_load_and_sigterm_drains() {
         worst = worst.max(t0.elapsed());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(worst < Duration::from_millis(100), "/healthcheck took {worst:?} under load");
+    assert!(
+        worst < Duration::from_millis(100),
+        "/healthcheck took {worst:?} under load"
+    );
 
     // SIGTERM while proving: in-flight and queued proofs finish, then exit 0.
     server.sigterm();
@@ -456,7 +650,11 @@ async fn healthcheck_is_fast_under_full_load_and_sigterm_drains() {
     }
     assert_eq!(server.wait_exit(Duration::from_secs(120)), Some(0));
     std::thread::sleep(Duration::from_millis(100));
-    assert!(server.logs().iter().any(|l| l.contains("drained")), "{:?}", server.logs());
+    assert!(
+        server.logs().iter().any(|l| l.contains("drained")),
+        "{:?}",
+        server.logs()
+    );
 }
 
 /// A valid generated request of `kind` for k (the circuit crate's own generator).
@@ -477,7 +675,11 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     let dep: serde_json::Value = serde_json::from_slice(&deposit).unwrap();
     let wd: serde_json::Value = serde_json::from_slice(&withdraw).unwrap();
     // Every secret of the two requests: the secret keys and the withdrawn deposits' keys.
-    let mut secret_values = vec![secret_of(&deposit), secret_of(&withdraw), secret_of(&stale_deposit)];
+    let mut secret_values = vec![
+        secret_of(&deposit),
+        secret_of(&withdraw),
+        secret_of(&stale_deposit),
+    ];
     for sk in wd["sk_deposits"].as_array().expect("sk_deposits") {
         let sk = sk.as_str().unwrap();
         if sk.len() > 10 {
@@ -492,35 +694,95 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
         ("Deposit", &deposit, Kind::Deposit.num_public_inputs(2)),
         ("Withdraw", &withdraw, Kind::Withdraw.num_public_inputs(2)),
     ] {
-        let r = post(server.addr, &format!("/generateProof{name}-2"), body, PROVE_TIMEOUT).await.unwrap();
+        let r = post(
+            server.addr,
+            &format!("/generateProof{name}-2"),
+            body,
+            PROVE_TIMEOUT,
+        )
+        .await
+        .unwrap();
         assert_eq!(r.status, 200, "{name}: {}", r.body);
         let proof = r.json();
-        assert_eq!(proof["public_signal"].as_array().unwrap().len(), n_public, "{name}");
+        assert_eq!(
+            proof["public_signal"].as_array().unwrap().len(),
+            n_public,
+            "{name}"
+        );
         let st = server_timing(r.header("server-timing").expect("Server-Timing"));
         let names: Vec<&str> = st.iter().map(|p| p.0.as_str()).collect();
         assert_eq!(names, ["queue", "witness", "prove", "total"], "{name}");
         // It verifies on its own statement's route...
-        let v = post(server.addr, &format!("/verifyProof{name}-2"), r.body.as_bytes(), PROVE_TIMEOUT).await.unwrap();
-        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": true})), "{name}");
+        let v = post(
+            server.addr,
+            &format!("/verifyProof{name}-2"),
+            r.body.as_bytes(),
+            PROVE_TIMEOUT,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (v.status, v.json()),
+            (200, serde_json::json!({"valid": true})),
+            "{name}"
+        );
         // ... not as a transfer of the same k (its public signal has a different length)...
-        let v = post(server.addr, "/verifyProofTransfer-2", r.body.as_bytes(), PROVE_TIMEOUT).await.unwrap();
-        assert_eq!(v.status, 400, "{name} proof on the transfer route: {}", v.body);
-        assert!(v.error().contains("public_signal"), "{name} proof on the transfer route: {}", v.body);
+        let v = post(
+            server.addr,
+            "/verifyProofTransfer-2",
+            r.body.as_bytes(),
+            PROVE_TIMEOUT,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            v.status, 400,
+            "{name} proof on the transfer route: {}",
+            v.body
+        );
+        assert!(
+            v.error().contains("public_signal"),
+            "{name} proof on the transfer route: {}",
+            v.body
+        );
         responses.push(v);
         // A body that is not a proof at all: the message names this statement's prove route.
-        let v = post(server.addr, &format!("/verifyProof{name}-2"), b"[", PROVE_TIMEOUT).await.unwrap();
+        let v = post(
+            server.addr,
+            &format!("/verifyProof{name}-2"),
+            b"[",
+            PROVE_TIMEOUT,
+        )
+        .await
+        .unwrap();
         assert_eq!(v.status, 400, "{}", v.body);
-        assert!(v.error().contains(&format!("/generateProof{name}-2")), "{}", v.body);
+        assert!(
+            v.error().contains(&format!("/generateProof{name}-2")),
+            "{}",
+            v.body
+        );
         // ... and not with a different public input.
         let mut forged = proof.clone();
         forged["public_signal"][0] = serde_json::json!("1");
-        let v = post(server.addr, &format!("/verifyProof{name}-2"), forged.to_string().as_bytes(), PROVE_TIMEOUT)
-            .await
-            .unwrap();
-        assert_eq!((v.status, v.json()), (200, serde_json::json!({"valid": false})), "{name}");
+        let v = post(
+            server.addr,
+            &format!("/verifyProof{name}-2"),
+            forged.to_string().as_bytes(),
+            PROVE_TIMEOUT,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (v.status, v.json()),
+            (200, serde_json::json!({"valid": false})),
+            "{name}"
+        );
         responses.push(r);
     }
-    assert!(dep["hash"].is_string() && dep["saltOut"].is_string(), "generated deposit lacks its DvP fields");
+    assert!(
+        dep["hash"].is_string() && dep["saltOut"].is_string(),
+        "generated deposit lacks its DvP fields"
+    );
 
     // A deposit whose DvP hash does not match: 422 naming check 15.
     let r = post(
@@ -551,11 +813,25 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     assert!(r.error().contains("saltsIn"), "{}", r.body);
     responses.push(r);
     // The reference's stale deposit sample (old field names, no saltOut): 400.
-    let r = post(server.addr, "/generateProofDeposit-6", &stale_deposit, PROVE_TIMEOUT).await.unwrap();
+    let r = post(
+        server.addr,
+        "/generateProofDeposit-6",
+        &stale_deposit,
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, 400, "{}", r.body);
     responses.push(r);
     // A deposit body on the withdraw route is a bad request, not a proof.
-    let r = post(server.addr, "/generateProofWithdraw-2", &deposit, PROVE_TIMEOUT).await.unwrap();
+    let r = post(
+        server.addr,
+        "/generateProofWithdraw-2",
+        &deposit,
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, 400, "{}", r.body);
     responses.push(r);
 
@@ -564,13 +840,20 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     }
     let m = server.metrics().await;
     assert_no_secret_in("the metrics", &m, &secrets);
-    assert_eq!(metric(&m, "enygma_proofs_started_total"), Some(2.0), "invalid requests were proved");
+    assert_eq!(
+        metric(&m, "enygma_proofs_started_total"),
+        Some(2.0),
+        "invalid requests were proved"
+    );
     assert_eq!(
         metric(&m, "enygma_http_requests_total{route=\"/generateProofDeposit-{k}\",k=\"2\",status=\"200\"}"),
         Some(1.0)
     );
     assert_eq!(
-        metric(&m, "enygma_http_requests_total{route=\"/verifyProofWithdraw-{k}\",k=\"2\",status=\"200\"}"),
+        metric(
+            &m,
+            "enygma_http_requests_total{route=\"/verifyProofWithdraw-{k}\",k=\"2\",status=\"200\"}"
+        ),
         Some(2.0)
     );
 
@@ -580,14 +863,23 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
         assert_no_secret_in("a log line", line, &secrets);
     }
     let lines = access_lines(&logs);
-    for (route, statement) in [("/generateProofDeposit-{k}", "deposit"), ("/generateProofWithdraw-{k}", "withdraw")] {
+    for (route, statement) in [
+        ("/generateProofDeposit-{k}", "deposit"),
+        ("/generateProofWithdraw-{k}", "withdraw"),
+    ] {
         let ok = lines
             .iter()
             .find(|l| l["route"] == route && l["status"] == 200)
             .unwrap_or_else(|| panic!("no access line for a 200 on {route}"));
         assert_eq!(ok["statement"], statement, "{ok}");
         assert_eq!(ok["k"], 2, "{ok}");
-        for field in ["request_id", "queue_ms", "witness_ms", "prove_ms", "total_ms"] {
+        for field in [
+            "request_id",
+            "queue_ms",
+            "witness_ms",
+            "prove_ms",
+            "total_ms",
+        ] {
             assert!(!ok[field].is_null(), "access line lacks {field}: {ok}");
         }
     }

@@ -26,7 +26,12 @@ use crate::{Error, BASE_FIELD_MODULUS, SCALAR_FIELD_MODULUS};
 /// (`transfer`, `deposit`, `withdraw`) of size k: `EnygmaTransferVerifierK6`.
 pub fn contract_name(statement: &str, k: usize) -> String {
     let mut chars = statement.chars();
-    let title: String = chars.next().map(|c| c.to_ascii_uppercase()).into_iter().chain(chars).collect();
+    let title: String = chars
+        .next()
+        .map(|c| c.to_ascii_uppercase())
+        .into_iter()
+        .chain(chars)
+        .collect();
     format!("Enygma{title}VerifierK{k}")
 }
 

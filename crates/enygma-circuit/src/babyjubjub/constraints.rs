@@ -18,27 +18,32 @@ use std::{
 use ark_ec::{AffineRepr, CurveGroup, PrimeGroup};
 use ark_ff::{AdditiveGroup, Field};
 use ark_r1cs_std::{
-    alloc::AllocVar, boolean::Boolean, eq::EqGadget, fields::fp::FpVar, fields::FieldVar,
-    GR1CSVar,
+    alloc::AllocVar, boolean::Boolean, eq::EqGadget, fields::fp::FpVar, fields::FieldVar, GR1CSVar,
 };
 use ark_relations::gr1cs::SynthesisError;
 use num_bigint::BigUint;
 
 use super::{generators, to_montgomery, Point, PointProjective, COEFF_A, COEFF_D, MONT_A};
-use crate::{modl, Fr};
 #[cfg(test)]
 use crate::bits::alloc_bits;
+use crate::{modl, Fr};
 
 /// Allocates `num / den` and enforces `quotient · den = num` (one constraint). Callers only
 /// divide by values that cannot be zero for honest inputs; a zero denominator makes witness
 /// generation fail instead of producing an unsatisfiable proof.
 fn quotient(num: &FpVar<Fr>, den: &FpVar<Fr>) -> Result<FpVar<Fr>, SynthesisError> {
     if let (FpVar::Constant(n), FpVar::Constant(d)) = (num, den) {
-        return Ok(FpVar::Constant(*n * d.inverse().ok_or(SynthesisError::DivisionByZero)?));
+        return Ok(FpVar::Constant(
+            *n * d.inverse().ok_or(SynthesisError::DivisionByZero)?,
+        ));
     }
     let cs = num.cs().or(den.cs());
     let q = FpVar::new_witness(cs, || {
-        Ok(num.value()? * den.value()?.inverse().ok_or(SynthesisError::DivisionByZero)?)
+        Ok(num.value()?
+            * den
+                .value()?
+                .inverse()
+                .ok_or(SynthesisError::DivisionByZero)?)
     })?;
     q.mul_equals(den, num)?;
     Ok(q)
@@ -54,7 +59,10 @@ pub struct PointVar {
 impl PointVar {
     pub fn constant(p: &Point) -> Self {
         let (x, y) = p.xy().unwrap_or((Fr::ZERO, Fr::ONE));
-        Self { x: FpVar::Constant(x), y: FpVar::Constant(y) }
+        Self {
+            x: FpVar::Constant(x),
+            y: FpVar::Constant(y),
+        }
     }
 
     pub fn new(x: FpVar<Fr>, y: FpVar<Fr>) -> Self {
@@ -138,7 +146,10 @@ fn lookup3(bits: &[Boolean<Fr>; 3], table: &[(Fr, Fr); 8]) -> Result<MontPointVa
             + &b01 * (c[7] - c[6] - c[5] + c[4] - c[3] + c[2] + c[1] - c[0]);
         low + &b2 * high
     };
-    Ok(MontPointVar { u: select(table.map(|e| e.0)), v: select(table.map(|e| e.1)) })
+    Ok(MontPointVar {
+        u: select(table.map(|e| e.0)),
+        v: select(table.map(|e| e.1)),
+    })
 }
 
 /// Windows per segment: the accumulated multiple of a segment's base must stay below L (see
@@ -176,10 +187,14 @@ impl FixedBaseTable {
         let mut first_window = 0;
         for m in 0..num_segments {
             let n = base_len + usize::from(m < num_windows % num_segments);
-            let segment_base = base.mul_bigint(BigUint::from(8u32).pow(first_window as u32).to_u64_digits());
+            let segment_base =
+                base.mul_bigint(BigUint::from(8u32).pow(first_window as u32).to_u64_digits());
             let offset = BigUint::from(8u32).pow(n as u32) + 1u32;
             let max_total = &offset + (BigUint::from(8u32).pow(n as u32 + 1) - 8u32) / 7u32;
-            assert!(&max_total < modl::l_biguint(), "segment of {n} windows would reach L");
+            assert!(
+                &max_total < modl::l_biguint(),
+                "segment of {n} windows would reach L"
+            );
             let mut tables = Vec::with_capacity(n);
             for j in 0..n {
                 let step = BigUint::from(8u32).pow(j as u32);
@@ -195,10 +210,17 @@ impl FixedBaseTable {
             // The segment's result exceeds (Σ wⱼ 8ʲ)·P by (O + Σ 8ʲ)·P.
             let excess = offset + (BigUint::from(8u32).pow(n as u32) - 1u32) / 7u32;
             correction -= segment_base.mul_bigint(excess.to_u64_digits());
-            segments.push(Segment { first_window, tables });
+            segments.push(Segment {
+                first_window,
+                tables,
+            });
             first_window += n;
         }
-        Self { num_bits, segments, correction: correction.into_affine() }
+        Self {
+            num_bits,
+            segments,
+            correction: correction.into_affine(),
+        }
     }
 
     /// The segments' results, each `(O + Σ 8ʲ + Σ wⱼ 8ʲ)·(8^first·P)` in Edwards form; their sum
@@ -223,8 +245,12 @@ impl FixedBaseTable {
 
 /// Tables for the Pedersen generators, built once per scalar length.
 fn table(generator: Generator, num_bits: usize) -> Arc<FixedBaseTable> {
-    static CACHE: OnceLock<Mutex<HashMap<(Generator, usize), Arc<FixedBaseTable>>>> = OnceLock::new();
-    let mut cache = CACHE.get_or_init(Default::default).lock().expect("table cache poisoned");
+    static CACHE: OnceLock<Mutex<HashMap<(Generator, usize), Arc<FixedBaseTable>>>> =
+        OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .expect("table cache poisoned");
     cache
         .entry((generator, num_bits))
         .or_insert_with(|| {
@@ -253,7 +279,9 @@ pub fn fixed_base_msm(terms: &[(Generator, &[Boolean<Fr>])]) -> Result<PointVar,
         correction += table.correction;
         points.extend(table.segment_points(bits)?);
     }
-    let mut sum = points.pop().unwrap_or_else(|| PointVar::constant(&Point::zero()));
+    let mut sum = points
+        .pop()
+        .unwrap_or_else(|| PointVar::constant(&Point::zero()));
     for p in points.iter().rev() {
         sum = p.add(&sum)?;
     }
@@ -261,7 +289,10 @@ pub fn fixed_base_msm(terms: &[(Generator, &[Boolean<Fr>])]) -> Result<PointVar,
 }
 
 /// Pedersen(v, ρ) = v·G + ρ·H for scalars given as little-endian bits.
-pub fn pedersen(value_bits: &[Boolean<Fr>], blinding_bits: &[Boolean<Fr>]) -> Result<PointVar, SynthesisError> {
+pub fn pedersen(
+    value_bits: &[Boolean<Fr>],
+    blinding_bits: &[Boolean<Fr>],
+) -> Result<PointVar, SynthesisError> {
     fixed_base_msm(&[(Generator::G, value_bits), (Generator::H, blinding_bits)])
 }
 
@@ -282,9 +313,17 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let l = modl::l_fr();
         let edge = [Fr::ZERO, Fr::ONE, l - Fr::ONE, l, Fr::from(7u64)];
-        for (v, r) in edge.iter().zip(edge.iter().rev()).map(|(a, b)| (*a, *b)).chain((0..3).map(|_| {
-            (modl::reduce(&Fr::rand(&mut rng)), modl::reduce(&Fr::rand(&mut rng)))
-        })) {
+        for (v, r) in edge
+            .iter()
+            .zip(edge.iter().rev())
+            .map(|(a, b)| (*a, *b))
+            .chain((0..3).map(|_| {
+                (
+                    modl::reduce(&Fr::rand(&mut rng)),
+                    modl::reduce(&Fr::rand(&mut rng)),
+                )
+            }))
+        {
             let cs = ConstraintSystem::<Fr>::new_ref();
             let p = pedersen(&bits_of(&cs, v, 252), &bits_of(&cs, r, 251)).unwrap();
             assert_eq!(p.value().unwrap(), native_pedersen(&v, &r));

@@ -96,7 +96,10 @@ pub fn identity() -> Point {
 /// Montgomery coordinates `(u, v) = ((1 + y)/(1 − y), u/x)` of a point that is neither the
 /// identity nor of order 2 (circomlib's Edwards2Montgomery).
 pub fn to_montgomery(p: &Point) -> (Fr, Fr) {
-    assert!(!p.x.is_zero(), "the identity and (0, -1) have no Montgomery image");
+    assert!(
+        !p.x.is_zero(),
+        "the identity and (0, -1) have no Montgomery image"
+    );
     let one = Fr::from(1u64);
     let u = (one + p.y) / (one - p.y);
     (u, u / p.x)

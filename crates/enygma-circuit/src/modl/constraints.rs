@@ -14,7 +14,10 @@
 
 use ark_ff::{AdditiveGroup, Field, PrimeField};
 use ark_r1cs_std::{
-    boolean::Boolean, eq::EqGadget, fields::{fp::FpVar, FieldVar}, GR1CSVar,
+    boolean::Boolean,
+    eq::EqGadget,
+    fields::{fp::FpVar, FieldVar},
+    GR1CSVar,
 };
 use ark_relations::gr1cs::SynthesisError;
 use num_bigint::BigUint;
@@ -48,7 +51,10 @@ pub(crate) fn reduce_with_hint(
     let remainder_bits = alloc_bits(x.cs(), || Ok(hint()?.1), L_BITS)?;
     let remainder = Boolean::le_bits_to_fp(&remainder_bits)?;
     enforce_remainder_with_hint(x, &remainder, || Ok(hint()?.0))?;
-    Ok(Reduced { remainder, remainder_bits })
+    Ok(Reduced {
+        remainder,
+        remainder_bits,
+    })
 }
 
 /// Enforces `remainder = x mod L` for a remainder that is already known to be a non-negative
@@ -102,7 +108,11 @@ mod tests {
         let xv = FpVar::new_witness(cs.clone(), || Ok(x)).unwrap();
         let before = cs.num_constraints();
         let r = reduce(&xv).unwrap();
-        (r.remainder.value().unwrap(), cs.is_satisfied().unwrap(), cs.num_constraints() - before)
+        (
+            r.remainder.value().unwrap(),
+            cs.is_satisfied().unwrap(),
+            cs.num_constraints() - before,
+        )
     }
 
     #[test]
@@ -110,7 +120,16 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let l = l_fr();
         let seven_l = l * Fr::from(7u64);
-        let edges = [Fr::ZERO, Fr::ONE, l - Fr::ONE, l, seven_l, seven_l - Fr::ONE, -Fr::ONE, wrap_margin() - Fr::ONE];
+        let edges = [
+            Fr::ZERO,
+            Fr::ONE,
+            l - Fr::ONE,
+            l,
+            seven_l,
+            seven_l - Fr::ONE,
+            -Fr::ONE,
+            wrap_margin() - Fr::ONE,
+        ];
         for x in edges.into_iter().chain((0..20).map(|_| Fr::rand(&mut rng))) {
             let (rem, ok, cost) = reduce_value(x);
             assert!(ok, "honest reduction of {x} must satisfy");
@@ -171,7 +190,14 @@ mod tests {
     #[test]
     fn multiples_of_l_agree_with_native_and_cost_7() {
         let l = l_fr();
-        for (x, expected) in [(Fr::ZERO, true), (l, true), (l * Fr::from(7u64), true), (Fr::ONE, false), (-Fr::ONE, false), (l * Fr::from(8u64), false)] {
+        for (x, expected) in [
+            (Fr::ZERO, true),
+            (l, true),
+            (l * Fr::from(7u64), true),
+            (Fr::ONE, false),
+            (-Fr::ONE, false),
+            (l * Fr::from(8u64), false),
+        ] {
             assert_eq!(super::super::is_multiple_of_l(&x), expected);
             let cs = ConstraintSystem::<Fr>::new_ref();
             let xv = FpVar::new_witness(cs.clone(), || Ok(x)).unwrap();

@@ -3,7 +3,6 @@
 //! down by constraints. The sender's index is private, so every per-member check runs for all
 //! k members and the sender's values are picked with the selector bits of check 1.
 
-
 use ark_r1cs_std::{
     alloc::AllocVar,
     boolean::Boolean,
@@ -34,11 +33,19 @@ pub struct PaymentCircuit {
 
 impl PaymentCircuit {
     pub fn for_setup(kind: Kind, k: usize) -> Self {
-        Self { kind, k, inputs: None }
+        Self {
+            kind,
+            k,
+            inputs: None,
+        }
     }
 
     pub fn for_proving(inputs: PaymentInputs) -> Self {
-        Self { kind: inputs.kind(), k: inputs.k(), inputs: Some(inputs) }
+        Self {
+            kind: inputs.kind(),
+            k: inputs.k(),
+            inputs: Some(inputs),
+        }
     }
 }
 
@@ -59,7 +66,11 @@ fn withdraw(t: &PaymentInputs) -> &super::Withdraw {
 
 /// `Σ eᵢ·xᵢ`: the sender's entry, with eᵢ the selector bits of check 1 (one constraint each).
 fn select(selectors: &[Boolean<Fr>], xs: &[FpVar<Fr>]) -> FpVar<Fr> {
-    selectors.iter().zip(xs).map(|(e, x)| FpVar::from(e.clone()) * x).sum()
+    selectors
+        .iter()
+        .zip(xs)
+        .map(|(e, x)| FpVar::from(e.clone()) * x)
+        .sum()
 }
 
 impl ConstraintSynthesizer<Fr> for PaymentCircuit {
@@ -73,10 +84,12 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
             inputs.map(f).ok_or(SynthesisError::AssignmentMissing)
         };
         let public = |f: &dyn Fn(&PaymentInputs) -> Fr| FpVar::new_input(cs.clone(), || value(f));
-        let private = |f: &dyn Fn(&PaymentInputs) -> Fr| FpVar::new_witness(cs.clone(), || value(f));
-        let public_vec = |f: &dyn Fn(&PaymentInputs, usize) -> Fr| -> Result<Vec<FpVar<Fr>>, SynthesisError> {
-            (0..k).map(|i| public(&|t| f(t, i))).collect()
-        };
+        let private =
+            |f: &dyn Fn(&PaymentInputs) -> Fr| FpVar::new_witness(cs.clone(), || value(f));
+        let public_vec =
+            |f: &dyn Fn(&PaymentInputs, usize) -> Fr| -> Result<Vec<FpVar<Fr>>, SynthesisError> {
+                (0..k).map(|i| public(&|t| f(t, i))).collect()
+            };
         let public_points = |f: &dyn Fn(&PaymentInputs, usize) -> (Fr, Fr)| -> Result<Vec<PointVar>, SynthesisError> {
             (0..k).map(|i| Ok(PointVar::new(public(&|t| f(t, i).0)?, public(&|t| f(t, i).1)?))).collect()
         };
@@ -93,7 +106,9 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         let dvp_hashes = match kind {
             Kind::Transfer => vec![],
             Kind::Deposit => vec![public(&|t| deposit(t).hash)?],
-            Kind::Withdraw => (0..WITHDRAW_SLOTS).map(|j| public(&|t| withdraw(t).hashes[j])).collect::<Result<_, _>>()?,
+            Kind::Withdraw => (0..WITHDRAW_SLOTS)
+                .map(|j| public(&|t| withdraw(t).hashes[j]))
+                .collect::<Result<_, _>>()?,
         };
 
         // Private inputs. Values with a known bound are allocated as their bits (check 11's
@@ -101,33 +116,59 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         // combination of them.
         let sender_id = private(&|t| t.sender_id)?;
         let secret_key = private(&|t| t.secret_key)?;
-        let shared_secrets = (0..k).map(|i| private(&|t| t.shared_secrets[i])).collect::<Result<Vec<_>, _>>()?;
+        let shared_secrets = (0..k)
+            .map(|i| private(&|t| t.shared_secrets[i]))
+            .collect::<Result<Vec<_>, _>>()?;
         let random_value = private(&|t| t.previous_sender_random_value)?;
-        let balance_bits = alloc_bits(cs.clone(), || value(&|t| t.previous_sender_balance), VALUE_BITS)?;
+        let balance_bits = alloc_bits(
+            cs.clone(),
+            || value(&|t| t.previous_sender_balance),
+            VALUE_BITS,
+        )?;
         let amount_bits = alloc_bits(cs.clone(), || value(&|t| t.sender_tx_value), VALUE_BITS)?;
         let tx_value_bits = (0..k)
             .map(|i| alloc_bits(cs.clone(), || value(&|t| t.tx_values[i]), VALUE_BITS))
             .collect::<Result<Vec<_>, _>>()?;
         let tx_random_bits = (0..k)
-            .map(|i| alloc_bits(cs.clone(), || value(&|t| t.tx_random_values[i]), RANDOM_FACTOR_BITS))
+            .map(|i| {
+                alloc_bits(
+                    cs.clone(),
+                    || value(&|t| t.tx_random_values[i]),
+                    RANDOM_FACTOR_BITS,
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let balance = Boolean::le_bits_to_fp(&balance_bits)?;
         let amount = Boolean::le_bits_to_fp(&amount_bits)?;
-        let tx_values = tx_value_bits.iter().map(|b| Boolean::le_bits_to_fp(b)).collect::<Result<Vec<_>, _>>()?;
-        let tx_randoms = tx_random_bits.iter().map(|b| Boolean::le_bits_to_fp(b)).collect::<Result<Vec<_>, _>>()?;
+        let tx_values = tx_value_bits
+            .iter()
+            .map(|b| Boolean::le_bits_to_fp(b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tx_randoms = tx_random_bits
+            .iter()
+            .map(|b| Boolean::le_bits_to_fp(b))
+            .collect::<Result<Vec<_>, _>>()?;
 
         // 1. sender_id occurs exactly once: eᵢ = [anonymity_set[i] = sender_id], Σ eᵢ = 1.
-        let selectors = anonymity_set.iter().map(|m| m.is_eq(&sender_id)).collect::<Result<Vec<_>, _>>()?;
-        selectors.iter().map(|e| FpVar::from(e.clone())).sum::<FpVar<Fr>>().enforce_equal(&FpVar::one())?;
+        let selectors = anonymity_set
+            .iter()
+            .map(|m| m.is_eq(&sender_id))
+            .collect::<Result<Vec<_>, _>>()?;
+        selectors
+            .iter()
+            .map(|e| FpVar::from(e.clone()))
+            .sum::<FpVar<Fr>>()
+            .enforce_equal(&FpVar::one())?;
 
         // 2. Transfer and deposit: tx_values[s] = (L − v) mod L. tx_values[s] is a combination of
         //    its 252 bits, so only its upper bound is missing.
         //    Withdraw: tx_values[s] = v, two combinations of 252 bits: an equality of integers.
         let sender_tx_value = select(&selectors, &tx_values);
         match kind {
-            Kind::Transfer | Kind::Deposit => {
-                modl_gadgets::enforce_remainder(&(FpVar::Constant(modl::l_fr()) - &amount), &sender_tx_value)?
-            }
+            Kind::Transfer | Kind::Deposit => modl_gadgets::enforce_remainder(
+                &(FpVar::Constant(modl::l_fr()) - &amount),
+                &sender_tx_value,
+            )?,
             Kind::Withdraw => sender_tx_value.enforce_equal(&amount)?,
         }
 
@@ -138,13 +179,18 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
 
         // 4. shared_secrets[s] = Poseidon(R, sk) mod L.
         let sender_shared_secret = select(&selectors, &shared_secrets);
-        modl_gadgets::reduce(&poseidon_gadget::hash(&[random_value.clone(), secret_key.clone()])?)?
-            .remainder
-            .enforce_equal(&sender_shared_secret)?;
+        modl_gadgets::reduce(&poseidon_gadget::hash(&[
+            random_value.clone(),
+            secret_key.clone(),
+        ])?)?
+        .remainder
+        .enforce_equal(&sender_shared_secret)?;
 
         // 5. hashed_shared_secrets[i] = Poseidon(sᵢ, sᵢ) mod L.
         for (s, h) in shared_secrets.iter().zip(&hashed_shared_secrets) {
-            modl_gadgets::reduce(&poseidon_gadget::hash(&[s.clone(), s.clone()])?)?.remainder.enforce_equal(h)?;
+            modl_gadgets::reduce(&poseidon_gadget::hash(&[s.clone(), s.clone()])?)?
+                .remainder
+                .enforce_equal(h)?;
         }
 
         // 6. public_keys[s] = Poseidon(sk, sk) mod L.
@@ -155,22 +201,44 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         // 7. previous_commits[s] = Pedersen(B, R). R·H depends only on R mod L, so the scalar is
         //    R's exact remainder (251 bits) rather than its canonical 254-bit decomposition.
         let sender_previous_commit = PointVar::new(
-            select(&selectors, &previous_commits.iter().map(|p| p.x.clone()).collect::<Vec<_>>()),
-            select(&selectors, &previous_commits.iter().map(|p| p.y.clone()).collect::<Vec<_>>()),
+            select(
+                &selectors,
+                &previous_commits
+                    .iter()
+                    .map(|p| p.x.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            select(
+                &selectors,
+                &previous_commits
+                    .iter()
+                    .map(|p| p.y.clone())
+                    .collect::<Vec<_>>(),
+            ),
         );
-        pedersen(&balance_bits, &modl_gadgets::reduce(&random_value)?.remainder_bits)?.enforce_equal(&sender_previous_commit)?;
+        pedersen(
+            &balance_bits,
+            &modl_gadgets::reduce(&random_value)?.remainder_bits,
+        )?
+        .enforce_equal(&sender_previous_commit)?;
 
         // 8. message_tags[i] = Poseidon(Poseidon(12), sᵢ, block_number) mod L.
         let tag_domain = FpVar::Constant(poseidon::message_tag_domain());
         for (s, tag) in shared_secrets.iter().zip(&message_tags) {
-            modl_gadgets::reduce(&poseidon_gadget::hash(&[tag_domain.clone(), s.clone(), block_number.clone()])?)?
-                .remainder
-                .enforce_equal(tag)?;
+            modl_gadgets::reduce(&poseidon_gadget::hash(&[
+                tag_domain.clone(),
+                s.clone(),
+                block_number.clone(),
+            ])?)?
+            .remainder
+            .enforce_equal(tag)?;
         }
 
         // 9. Σ tx_random_values is a multiple of L (six values below 2²⁵¹ cannot wrap past r).
         let sum_of = |points: &[PointVar]| -> Result<PointVar, SynthesisError> {
-            points[1..].iter().try_fold(points[0].clone(), |sum, p| sum.add(p))
+            points[1..]
+                .iter()
+                .try_fold(points[0].clone(), |sum, p| sum.add(p))
         };
         match kind {
             // Transfer: Σ tx_values is a multiple of L in the field; check 10 closes the wrap-around.
@@ -194,7 +262,8 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
 
         // 10. Transfer: the tx commitments sum to the identity.
         if kind == Kind::Transfer {
-            sum_of(&tx_commits)?.enforce_equal(&PointVar::constant(&crate::babyjubjub::identity()))?;
+            sum_of(&tx_commits)?
+                .enforce_equal(&PointVar::constant(&crate::babyjubjub::identity()))?;
         }
 
         // 11. B, v < 2²⁵² (their bits above) and, but for a withdraw, B − v ≥ 0, i.e. B − v < 2²⁵²
@@ -206,8 +275,11 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         }
 
         // 12. nullifier = Poseidon(hashed_shared_secrets[s], block_number).
-        poseidon_gadget::hash(&[select(&selectors, &hashed_shared_secrets), block_number.clone()])?
-            .enforce_equal(&nullifier)?;
+        poseidon_gadget::hash(&[
+            select(&selectors, &hashed_shared_secrets),
+            block_number.clone(),
+        ])?
+        .enforce_equal(&nullifier)?;
 
         // 13. tx_commits[i] = Pedersen(tx_values[i], tx_random_values[i]).
         for ((vb, rb), c) in tx_value_bits.iter().zip(&tx_random_bits).zip(&tx_commits) {
@@ -218,8 +290,12 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         let random_domain = FpVar::Constant(poseidon::random_factor_domain());
         let mut hashes = Vec::with_capacity(k);
         for ((s, e), r) in shared_secrets.iter().zip(&selectors).zip(&tx_randoms) {
-            let h = modl_gadgets::reduce(&poseidon_gadget::hash(&[random_domain.clone(), s.clone(), block_number.clone()])?)?
-                .remainder;
+            let h = modl_gadgets::reduce(&poseidon_gadget::hash(&[
+                random_domain.clone(),
+                s.clone(),
+                block_number.clone(),
+            ])?)?
+            .remainder;
             // (1 − eᵢ)·(rᵢ + hᵢ − L) = 0
             FpVar::from(!e).mul_equals(&(r + &h - modl::l_fr()), &FpVar::zero())?;
             hashes.push(h);
@@ -234,7 +310,8 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
                 let pk = private(&|t| deposit(t).pk)?;
                 let salt_out = private(&|t| deposit(t).salt_out)?;
                 let address = private(&|t| deposit(t).address)?;
-                dvp_gadget::commitment_hash(&pk, &salt_out, &amount, &address)?.enforce_equal(&dvp_hashes[0])?;
+                dvp_gadget::commitment_hash(&pk, &salt_out, &amount, &address)?
+                    .enforce_equal(&dvp_hashes[0])?;
             }
             Kind::Withdraw => {
                 let address = private(&|t| withdraw(t).address)?;
@@ -242,8 +319,10 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
                     let sk = private(&|t| withdraw(t).sk_deposits[j])?;
                     let salt = private(&|t| withdraw(t).salts_in[j])?;
                     let value = private(&|t| withdraw(t).v_per_deposit[j])?;
-                    let owner_key = modl_gadgets::reduce(&poseidon_gadget::hash(&[sk.clone(), sk])?)?.remainder;
-                    let computed = dvp_gadget::commitment_hash(&owner_key, &salt, &value, &address)?;
+                    let owner_key =
+                        modl_gadgets::reduce(&poseidon_gadget::hash(&[sk.clone(), sk])?)?.remainder;
+                    let computed =
+                        dvp_gadget::commitment_hash(&owner_key, &salt, &value, &address)?;
                     // [v ≠ 0]·(hash − computed) = 0: an empty slot's hash is free, as in the reference.
                     let used = !value.is_zero()?;
                     FpVar::from(used).mul_equals(&(hash - computed), &FpVar::zero())?;
@@ -290,8 +369,14 @@ mod tests {
             for (k, sender) in [(2, 1), (4, 0), (6, 5)] {
                 let t = sample(kind, k, sender, k as u64);
                 let cs = ConstraintSystem::<Fr>::new_ref();
-                PaymentCircuit::for_proving(t.clone()).generate_constraints(cs.clone()).unwrap();
-                assert!(cs.is_satisfied().unwrap(), "{kind} k = {k}: {:?}", cs.which_is_unsatisfied());
+                PaymentCircuit::for_proving(t.clone())
+                    .generate_constraints(cs.clone())
+                    .unwrap();
+                assert!(
+                    cs.is_satisfied().unwrap(),
+                    "{kind} k = {k}: {:?}",
+                    cs.which_is_unsatisfied()
+                );
                 let instance = cs.instance_assignment().unwrap();
                 assert_eq!(instance.len(), 1 + kind.num_public_inputs(k));
                 assert_eq!(&instance[1..], t.public_inputs().as_slice());
@@ -303,10 +388,20 @@ mod tests {
     fn inputs_of_another_statement_or_size_are_refused() {
         let deposit = sample(Kind::Deposit, 3, 0, 1);
         let cs = ConstraintSystem::<Fr>::new_ref();
-        let circuit = PaymentCircuit { kind: Kind::Withdraw, k: 3, inputs: Some(deposit.clone()) };
+        let circuit = PaymentCircuit {
+            kind: Kind::Withdraw,
+            k: 3,
+            inputs: Some(deposit.clone()),
+        };
         assert!(circuit.generate_constraints(cs).is_err());
         let cs = ConstraintSystem::<Fr>::new_ref();
-        assert!(PaymentCircuit { kind: Kind::Deposit, k: 4, inputs: Some(deposit) }.generate_constraints(cs).is_err());
+        assert!(PaymentCircuit {
+            kind: Kind::Deposit,
+            k: 4,
+            inputs: Some(deposit)
+        }
+        .generate_constraints(cs)
+        .is_err());
     }
 
     /// Exact constraint counts, per statement and k. Any change to a gadget moves these numbers;
@@ -318,7 +413,9 @@ mod tests {
                 .map(|k| {
                     let cs = ConstraintSystem::<Fr>::new_ref();
                     cs.set_mode(ark_relations::gr1cs::SynthesisMode::Setup);
-                    PaymentCircuit::for_setup(kind, k).generate_constraints(cs.clone()).unwrap();
+                    PaymentCircuit::for_setup(kind, k)
+                        .generate_constraints(cs.clone())
+                        .unwrap();
                     cs.num_constraints()
                 })
                 .collect();
@@ -344,14 +441,38 @@ mod tests {
                 !satisfied(&t)
             };
             let one = Fr::ONE;
-            assert!(refused(&|t| t.sender_id = Fr::ZERO), "{kind}: sender missing from the anonymity set");
-            assert!(refused(&|t| t.anonymity_set[0] = t.sender_id), "{kind}: sender twice in the set");
+            assert!(
+                refused(&|t| t.sender_id = Fr::ZERO),
+                "{kind}: sender missing from the anonymity set"
+            );
+            assert!(
+                refused(&|t| t.anonymity_set[0] = t.sender_id),
+                "{kind}: sender twice in the set"
+            );
             assert!(refused(&|t| t.nullifier += one), "{kind}: wrong nullifier");
-            assert!(refused(&|t| t.secret_key += one), "{kind}: wrong secret key");
-            assert!(refused(&|t| t.previous_commits[1] = t.previous_commits[0]), "{kind}: wrong previous commit");
-            assert!(refused(&|t| t.tx_commits[2].0 += one), "{kind}: off-curve commit");
-            assert!(refused(&|t| t.sender_tx_value += one), "{kind}: amount not the sender's tx value");
-            assert!(refused(&|t| { t.tx_values[2] += one; recommit(t, 2) }), "{kind}: values not conserved");
+            assert!(
+                refused(&|t| t.secret_key += one),
+                "{kind}: wrong secret key"
+            );
+            assert!(
+                refused(&|t| t.previous_commits[1] = t.previous_commits[0]),
+                "{kind}: wrong previous commit"
+            );
+            assert!(
+                refused(&|t| t.tx_commits[2].0 += one),
+                "{kind}: off-curve commit"
+            );
+            assert!(
+                refused(&|t| t.sender_tx_value += one),
+                "{kind}: amount not the sender's tx value"
+            );
+            assert!(
+                refused(&|t| {
+                    t.tx_values[2] += one;
+                    recommit(t, 2)
+                }),
+                "{kind}: values not conserved"
+            );
             assert!(
                 refused(&|t| {
                     // Random factors that still sum to 0 mod L, commitments consistent: check 14.
@@ -368,7 +489,10 @@ mod tests {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(10);
             let mut over = PaymentInputs::generate(kind, 3, 1, 101, 101, &mut rng);
             over.previous_sender_balance = Fr::from(100u64);
-            let p = babyjubjub::pedersen(&over.previous_sender_balance, &over.previous_sender_random_value);
+            let p = babyjubjub::pedersen(
+                &over.previous_sender_balance,
+                &over.previous_sender_random_value,
+            );
             over.previous_commits[1] = (p.x, p.y);
             assert_eq!(over.check().unwrap_err().check, 11);
             assert!(!satisfied(&over), "{kind}: overspend");
@@ -380,7 +504,9 @@ mod tests {
         let deposit = sample(Kind::Deposit, 2, 0, 12);
         let edit_deposit = |edit: &dyn Fn(&mut super::super::Deposit)| {
             let mut t = deposit.clone();
-            let Dvp::Deposit(d) = &mut t.dvp else { unreachable!() };
+            let Dvp::Deposit(d) = &mut t.dvp else {
+                unreachable!()
+            };
             edit(d);
             satisfied(&t)
         };
@@ -391,7 +517,8 @@ mod tests {
         // The deposited amount is the one hashed: a deposit of 24 cannot claim a hash of 25.
         let mut smaller = deposit.clone();
         smaller.sender_tx_value -= Fr::ONE;
-        smaller.tx_values[0] = crate::payment::sender_tx_value(Kind::Deposit, &smaller.sender_tx_value);
+        smaller.tx_values[0] =
+            crate::payment::sender_tx_value(Kind::Deposit, &smaller.sender_tx_value);
         recommit(&mut smaller, 0);
         assert_eq!(smaller.check().unwrap_err().check, 15);
         assert!(!satisfied(&smaller));
@@ -399,7 +526,9 @@ mod tests {
         let withdraw = sample(Kind::Withdraw, 2, 1, 13);
         let edit_withdraw = |edit: &dyn Fn(&mut Withdraw)| {
             let mut t = withdraw.clone();
-            let Dvp::Withdraw(w) = &mut t.dvp else { unreachable!() };
+            let Dvp::Withdraw(w) = &mut t.dvp else {
+                unreachable!()
+            };
             edit(w);
             satisfied(&t)
         };
@@ -435,11 +564,19 @@ mod tests {
             // Check 4: the sender's shared secret off by L (hashes recomputed so only 4 can fail).
             assert!(refused(&|t| {
                 t.shared_secrets[0] += l;
-                t.hashed_shared_secrets[0] = crate::payment::hashed_shared_secret(&t.shared_secrets[0]);
-                t.message_tags[0] = crate::payment::message_tag(&t.shared_secrets[0], &t.block_number);
+                t.hashed_shared_secrets[0] =
+                    crate::payment::hashed_shared_secret(&t.shared_secrets[0]);
+                t.message_tags[0] =
+                    crate::payment::message_tag(&t.shared_secrets[0], &t.block_number);
             }));
             // Check 2: the sender's tx value plus L, committed consistently.
-            assert!(refused(&|t| { t.tx_values[0] += l; recommit(t, 0) }), "{kind}");
+            assert!(
+                refused(&|t| {
+                    t.tx_values[0] += l;
+                    recommit(t, 0)
+                }),
+                "{kind}"
+            );
             // Check 14: a receiver's random factor from a remainder other than hᵢ.
             assert!(refused(&|t| t.tx_random_values[1] += Fr::ONE));
         }
@@ -447,9 +584,16 @@ mod tests {
         // Check 15 of a withdraw: a deposit hash made for an owner key that is not
         // Poseidon(sk, sk) mod L, but below L, as the reference's free remainder allows.
         let mut stolen = sample(Kind::Withdraw, 2, 0, 14);
-        let Dvp::Withdraw(w) = &mut stolen.dvp else { unreachable!() };
+        let Dvp::Withdraw(w) = &mut stolen.dvp else {
+            unreachable!()
+        };
         let someone_elses_key = crate::payment::public_key(&w.sk_deposits[0]) + Fr::ONE;
-        w.hashes[0] = crate::dvp::commitment_hash(&someone_elses_key, &w.salts_in[0], &w.v_per_deposit[0], &w.address);
+        w.hashes[0] = crate::dvp::commitment_hash(
+            &someone_elses_key,
+            &w.salts_in[0],
+            &w.v_per_deposit[0],
+            &w.address,
+        );
         assert_eq!(stolen.check().unwrap_err().check, 15);
         assert!(!satisfied(&stolen));
 
@@ -459,11 +603,18 @@ mod tests {
         for kind in [Kind::Deposit, Kind::Withdraw] {
             let mut minted = sample(kind, 5, 0, 15);
             for i in 1..5 {
-                minted.tx_values[i] = Fr::from(if i < 4 { quarter.clone() } else { &r - &quarter * 3u32 });
+                minted.tx_values[i] = Fr::from(if i < 4 {
+                    quarter.clone()
+                } else {
+                    &r - &quarter * 3u32
+                });
                 recommit(&mut minted, i);
             }
             assert_eq!(minted.check().unwrap_err().check, 9);
-            assert!(!satisfied(&minted), "{kind}: value minted by wrapping past r");
+            assert!(
+                !satisfied(&minted),
+                "{kind}: value minted by wrapping past r"
+            );
         }
     }
 }

@@ -200,7 +200,11 @@ pub const CHECK_NAMES: [&str; 15] = [
 ];
 
 fn fail(check: u8, detail: Option<String>) -> CheckFailure {
-    CheckFailure { check, name: CHECK_NAMES[check as usize - 1], detail }
+    CheckFailure {
+        check,
+        name: CHECK_NAMES[check as usize - 1],
+        detail,
+    }
 }
 
 fn ensure(ok: bool, check: u8) -> Result<(), CheckFailure> {
@@ -216,7 +220,12 @@ fn first_bad<T>(items: &[T], bad: impl Fn(usize, &T) -> bool) -> Option<usize> {
     items.iter().enumerate().position(|(i, x)| bad(i, x))
 }
 
-fn ensure_all<T>(items: &[T], check: u8, field: &str, ok: impl Fn(usize, &T) -> bool) -> Result<(), CheckFailure> {
+fn ensure_all<T>(
+    items: &[T],
+    check: u8,
+    field: &str,
+    ok: impl Fn(usize, &T) -> bool,
+) -> Result<(), CheckFailure> {
     match first_bad(items, |i, x| !ok(i, x)) {
         None => Ok(()),
         Some(i) => Err(fail(check, Some(format!("{field}[{i}]")))),
@@ -230,12 +239,20 @@ pub fn fits_bits(x: &Fr, bits: usize) -> bool {
 
 /// `Poseidon(Poseidon(21), shared_secret, block_number) mod L` (check 14's hᵢ).
 pub fn random_factor_hash(shared_secret: &Fr, block_number: &Fr) -> Fr {
-    modl::reduce(&poseidon::hash(&[poseidon::random_factor_domain(), *shared_secret, *block_number]))
+    modl::reduce(&poseidon::hash(&[
+        poseidon::random_factor_domain(),
+        *shared_secret,
+        *block_number,
+    ]))
 }
 
 /// `Poseidon(Poseidon(12), shared_secret, block_number) mod L` (check 8).
 pub fn message_tag(shared_secret: &Fr, block_number: &Fr) -> Fr {
-    modl::reduce(&poseidon::hash(&[poseidon::message_tag_domain(), *shared_secret, *block_number]))
+    modl::reduce(&poseidon::hash(&[
+        poseidon::message_tag_domain(),
+        *shared_secret,
+        *block_number,
+    ]))
 }
 
 /// `Poseidon(s, s) mod L` (check 5).
@@ -250,12 +267,26 @@ pub fn public_key(secret_key: &Fr) -> Fr {
 
 /// Random factors of check 14, given the sender's index.
 pub fn random_factors(shared_secrets: &[Fr], block_number: &Fr, sender: usize) -> Vec<Fr> {
-    let hashes: Vec<Fr> = shared_secrets.iter().map(|s| random_factor_hash(s, block_number)).collect();
-    let receivers_sum: Fr = hashes.iter().enumerate().filter(|(i, _)| *i != sender).map(|(_, h)| *h).sum();
+    let hashes: Vec<Fr> = shared_secrets
+        .iter()
+        .map(|s| random_factor_hash(s, block_number))
+        .collect();
+    let receivers_sum: Fr = hashes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != sender)
+        .map(|(_, h)| *h)
+        .sum();
     hashes
         .iter()
         .enumerate()
-        .map(|(i, h)| if i == sender { modl::reduce(&receivers_sum) } else { l_fr() - h })
+        .map(|(i, h)| {
+            if i == sender {
+                modl::reduce(&receivers_sum)
+            } else {
+                l_fr() - h
+            }
+        })
         .collect()
 }
 
@@ -320,35 +351,70 @@ impl PaymentInputs {
             self.tx_random_values.len(),
             self.message_tags.len(),
         ];
-        assert!(lengths.iter().all(|&n| n == k), "the request model guarantees k-long arrays");
+        assert!(
+            lengths.iter().all(|&n| n == k),
+            "the request model guarantees k-long arrays"
+        );
         if let Dvp::Withdraw(w) = &self.dvp {
-            let slots = [w.hashes.len(), w.sk_deposits.len(), w.v_per_deposit.len(), w.salts_in.len()];
-            assert!(slots.iter().all(|&n| n == WITHDRAW_SLOTS), "the request model guarantees 10 slots");
+            let slots = [
+                w.hashes.len(),
+                w.sk_deposits.len(),
+                w.v_per_deposit.len(),
+                w.salts_in.len(),
+            ];
+            assert!(
+                slots.iter().all(|&n| n == WITHDRAW_SLOTS),
+                "the request model guarantees 10 slots"
+            );
         }
 
         // 1
-        let matches: Vec<usize> = (0..k).filter(|&i| self.anonymity_set[i] == self.sender_id).collect();
+        let matches: Vec<usize> = (0..k)
+            .filter(|&i| self.anonymity_set[i] == self.sender_id)
+            .collect();
         let s = match matches.as_slice() {
             [s] => *s,
             [] => return Err(fail(1, Some("sender_id is not in anonymity_set".into()))),
-            _ => return Err(fail(1, Some("sender_id occurs more than once in anonymity_set".into()))),
+            _ => {
+                return Err(fail(
+                    1,
+                    Some("sender_id occurs more than once in anonymity_set".into()),
+                ))
+            }
         };
-        let (v, b, r) = (self.sender_tx_value, self.previous_sender_balance, self.previous_sender_random_value);
+        let (v, b, r) = (
+            self.sender_tx_value,
+            self.previous_sender_balance,
+            self.previous_sender_random_value,
+        );
         // 2
         ensure(self.tx_values[s] == sender_tx_value(kind, &v), 2)?;
         // 3
-        ensure_all(&self.previous_commits, 3, "previous_commits", |_, p| babyjubjub::is_on_curve(p.0, p.1))?;
-        ensure_all(&self.tx_commits, 3, "tx_commits", |_, p| babyjubjub::is_on_curve(p.0, p.1))?;
-        // 4
-        ensure(self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, self.secret_key])), 4)?;
-        // 5
-        ensure_all(&self.hashed_shared_secrets, 5, "hashed_shared_secrets", |i, h| {
-            *h == hashed_shared_secret(&self.shared_secrets[i])
+        ensure_all(&self.previous_commits, 3, "previous_commits", |_, p| {
+            babyjubjub::is_on_curve(p.0, p.1)
         })?;
+        ensure_all(&self.tx_commits, 3, "tx_commits", |_, p| {
+            babyjubjub::is_on_curve(p.0, p.1)
+        })?;
+        // 4
+        ensure(
+            self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, self.secret_key])),
+            4,
+        )?;
+        // 5
+        ensure_all(
+            &self.hashed_shared_secrets,
+            5,
+            "hashed_shared_secrets",
+            |i, h| *h == hashed_shared_secret(&self.shared_secrets[i]),
+        )?;
         // 6
         ensure(self.public_keys[s] == public_key(&self.secret_key), 6)?;
         // 7
-        ensure(point(&self.previous_commits[s]) == babyjubjub::pedersen(&b, &r), 7)?;
+        ensure(
+            point(&self.previous_commits[s]) == babyjubjub::pedersen(&b, &r),
+            7,
+        )?;
         // 8
         ensure_all(&self.message_tags, 8, "message_tags", |i, t| {
             *t == message_tag(&self.shared_secrets[i], &self.block_number)
@@ -359,40 +425,65 @@ impl PaymentInputs {
             Kind::Transfer => modl::is_multiple_of_l(&self.tx_values.iter().sum()),
             // Integers, not field elements: see check 9 in the module documentation.
             Kind::Deposit | Kind::Withdraw => {
-                let others: num_bigint::BigUint =
-                    (0..k).filter(|&i| i != s).map(|i| modl::to_biguint(&self.tx_values[i])).sum();
+                let others: num_bigint::BigUint = (0..k)
+                    .filter(|&i| i != s)
+                    .map(|i| modl::to_biguint(&self.tx_values[i]))
+                    .sum();
                 others % modl::l_biguint() == num_bigint::BigUint::ZERO
             }
         };
         ensure(values_conserved && modl::is_multiple_of_l(&random_sum), 9)?;
         // 10
         if kind == Kind::Transfer {
-            let commit_sum =
-                self.tx_commits.iter().map(point).fold(babyjubjub::PointProjective::default(), |acc, p| acc + p);
+            let commit_sum = self
+                .tx_commits
+                .iter()
+                .map(point)
+                .fold(babyjubjub::PointProjective::default(), |acc, p| acc + p);
             ensure(commit_sum.into_affine().is_zero(), 10)?;
         }
         // 11
         let covered = kind == Kind::Withdraw || b.into_bigint() >= v.into_bigint();
-        ensure(fits_bits(&b, VALUE_BITS) && fits_bits(&v, VALUE_BITS) && covered, 11)?;
+        ensure(
+            fits_bits(&b, VALUE_BITS) && fits_bits(&v, VALUE_BITS) && covered,
+            11,
+        )?;
         // 12
-        ensure(self.nullifier == poseidon::hash(&[self.hashed_shared_secrets[s], self.block_number]), 12)?;
+        ensure(
+            self.nullifier == poseidon::hash(&[self.hashed_shared_secrets[s], self.block_number]),
+            12,
+        )?;
         // 13
         if let Some(i) = first_bad(&self.tx_values, |_, tv| !fits_bits(tv, VALUE_BITS)) {
-            return Err(fail(13, Some(format!("tx_values[{i}] must be below 2^252"))));
+            return Err(fail(
+                13,
+                Some(format!("tx_values[{i}] must be below 2^252")),
+            ));
         }
         ensure_all(&self.tx_commits, 13, "tx_commits", |i, c| {
             point(c) == babyjubjub::pedersen(&self.tx_values[i], &self.tx_random_values[i])
         })?;
         // 14
         let expected = random_factors(&self.shared_secrets, &self.block_number, s);
-        ensure_all(&self.tx_random_values, 14, "tx_random_values", |i, t| *t == expected[i])?;
+        ensure_all(&self.tx_random_values, 14, "tx_random_values", |i, t| {
+            *t == expected[i]
+        })?;
         // 15
         match &self.dvp {
             Dvp::None => {}
-            Dvp::Deposit(d) => ensure(d.hash == dvp::commitment_hash(&d.pk, &d.salt_out, &v, &d.address), 15)?,
+            Dvp::Deposit(d) => ensure(
+                d.hash == dvp::commitment_hash(&d.pk, &d.salt_out, &v, &d.address),
+                15,
+            )?,
             Dvp::Withdraw(w) => ensure_all(&w.hashes, 15, "hashes", |j, h| {
                 w.v_per_deposit[j] == Fr::ZERO
-                    || *h == dvp::commitment_hash(&public_key(&w.sk_deposits[j]), &w.salts_in[j], &w.v_per_deposit[j], &w.address)
+                    || *h
+                        == dvp::commitment_hash(
+                            &public_key(&w.sk_deposits[j]),
+                            &w.salts_in[j],
+                            &w.v_per_deposit[j],
+                            &w.address,
+                        )
             })?,
         }
         Ok(s)
@@ -402,8 +493,19 @@ impl PaymentInputs {
     /// other value drawn from `rng`: the request pools of tests and load tests. A transfer pays
     /// the next member; a deposit puts `amount` into one DvP commitment; a withdraw claims it
     /// from two (or fewer, for small amounts), leaving the other slots zero.
-    pub fn generate<R: Rng>(kind: Kind, k: usize, sender: usize, amount: u64, balance: u64, rng: &mut R) -> Self {
-        assert!(crate::SUPPORTED_K.contains(&k) && sender < k && (kind == Kind::Withdraw || amount <= balance));
+    pub fn generate<R: Rng>(
+        kind: Kind,
+        k: usize,
+        sender: usize,
+        amount: u64,
+        balance: u64,
+        rng: &mut R,
+    ) -> Self {
+        assert!(
+            crate::SUPPORTED_K.contains(&k)
+                && sender < k
+                && (kind == Kind::Withdraw || amount <= balance)
+        );
         let below_l = |rng: &mut R| modl::reduce(&Fr::rand(rng));
         let anonymity_set: Vec<Fr> = {
             let base: u64 = rng.gen_range(1..u64::MAX / 2);
@@ -415,10 +517,23 @@ impl PaymentInputs {
         let (balance, amount) = (Fr::from(balance), Fr::from(amount));
 
         let shared_secrets: Vec<Fr> = (0..k)
-            .map(|i| if i == sender { modl::reduce(&poseidon::hash(&[random_value, secret_key])) } else { below_l(rng) })
+            .map(|i| {
+                if i == sender {
+                    modl::reduce(&poseidon::hash(&[random_value, secret_key]))
+                } else {
+                    below_l(rng)
+                }
+            })
             .collect();
-        let public_keys: Vec<Fr> =
-            (0..k).map(|i| if i == sender { public_key(&secret_key) } else { public_key(&below_l(rng)) }).collect();
+        let public_keys: Vec<Fr> = (0..k)
+            .map(|i| {
+                if i == sender {
+                    public_key(&secret_key)
+                } else {
+                    public_key(&below_l(rng))
+                }
+            })
+            .collect();
         let previous_commits: Vec<(Fr, Fr)> = (0..k)
             .map(|i| {
                 let p = if i == sender {
@@ -446,11 +561,15 @@ impl PaymentInputs {
                 (p.x, p.y)
             })
             .collect();
-        let hashed_shared_secrets: Vec<Fr> = shared_secrets.iter().map(hashed_shared_secret).collect();
+        let hashed_shared_secrets: Vec<Fr> =
+            shared_secrets.iter().map(hashed_shared_secret).collect();
         Self {
             sender_id: anonymity_set[sender],
             nullifier: poseidon::hash(&[hashed_shared_secrets[sender], block_number]),
-            message_tags: shared_secrets.iter().map(|s| message_tag(s, &block_number)).collect(),
+            message_tags: shared_secrets
+                .iter()
+                .map(|s| message_tag(s, &block_number))
+                .collect(),
             anonymity_set,
             secret_key,
             shared_secrets,
@@ -477,7 +596,12 @@ impl PaymentInputs {
             Kind::Transfer => Dvp::None,
             Kind::Deposit => {
                 let (pk, salt_out) = (Fr::rand(rng), Fr::rand(rng));
-                Dvp::Deposit(Deposit { hash: dvp::commitment_hash(&pk, &salt_out, &amount, &address), pk, address, salt_out })
+                Dvp::Deposit(Deposit {
+                    hash: dvp::commitment_hash(&pk, &salt_out, &amount, &address),
+                    pk,
+                    address,
+                    salt_out,
+                })
             }
             Kind::Withdraw => {
                 let half = modl::to_biguint(&amount) / 2u32;
@@ -493,7 +617,12 @@ impl PaymentInputs {
                 for j in (0..WITHDRAW_SLOTS).filter(|&j| w.v_per_deposit[j] != Fr::ZERO) {
                     w.sk_deposits[j] = modl::reduce(&Fr::rand(rng));
                     w.salts_in[j] = Fr::rand(rng);
-                    w.hashes[j] = dvp::commitment_hash(&public_key(&w.sk_deposits[j]), &w.salts_in[j], &w.v_per_deposit[j], &address);
+                    w.hashes[j] = dvp::commitment_hash(
+                        &public_key(&w.sk_deposits[j]),
+                        &w.salts_in[j],
+                        &w.v_per_deposit[j],
+                        &address,
+                    );
                 }
                 Dvp::Withdraw(w)
             }
@@ -527,7 +656,10 @@ mod tests {
             assert_eq!(zero.check(), Ok(1), "{kind} of zero");
         }
         // A withdraw may exceed the balance: there is no B ≥ v rule.
-        assert_eq!(PaymentInputs::generate(Kind::Withdraw, 2, 0, 500, 100, &mut rng).check(), Ok(0));
+        assert_eq!(
+            PaymentInputs::generate(Kind::Withdraw, 2, 0, 500, 100, &mut rng).check(),
+            Ok(0)
+        );
     }
 
     /// Recomputes tx_commits[i] from its value and random factor, so that only the check under
@@ -560,8 +692,18 @@ mod tests {
             assert_eq!(failing(&|t| t.nullifier += Fr::ONE), 12);
             assert_eq!(failing(&|t| t.tx_random_values[0] += Fr::ONE), 9);
             // A receiver's value changed, its commitment made consistent: only conservation fails.
-            assert_eq!(failing(&|t| { t.tx_values[1] += Fr::ONE; recommit(t, 1) }), 9);
-            assert_eq!(failing(&|t| t.sender_tx_value = Fr::from(1u64 << 40)), 2, "{kind}");
+            assert_eq!(
+                failing(&|t| {
+                    t.tx_values[1] += Fr::ONE;
+                    recommit(t, 1)
+                }),
+                9
+            );
+            assert_eq!(
+                failing(&|t| t.sender_tx_value = Fr::from(1u64 << 40)),
+                2,
+                "{kind}"
+            );
             assert_eq!(failing(&|t| t.tx_commits.swap(0, 1)), 13);
             // A random factor broken by a multiple that keeps its sum: only check 14 can see it.
             assert_eq!(
@@ -578,7 +720,8 @@ mod tests {
         for kind in [Kind::Transfer, Kind::Deposit] {
             let mut t = PaymentInputs::generate(kind, 4, 2, 51, 51, &mut rng(5));
             t.previous_sender_balance = Fr::from(50u64);
-            let p = babyjubjub::pedersen(&t.previous_sender_balance, &t.previous_sender_random_value);
+            let p =
+                babyjubjub::pedersen(&t.previous_sender_balance, &t.previous_sender_random_value);
             t.previous_commits[2] = (p.x, p.y);
             assert_eq!(t.check().unwrap_err().check, 11, "{kind}");
         }
@@ -601,14 +744,28 @@ mod tests {
         let withdraw = PaymentInputs::generate(Kind::Withdraw, 3, 0, 9, 10, &mut rng(7));
         let edit_withdraw = |edit: &dyn Fn(&mut Withdraw)| {
             let mut t = withdraw.clone();
-            let Dvp::Withdraw(w) = &mut t.dvp else { unreachable!() };
+            let Dvp::Withdraw(w) = &mut t.dvp else {
+                unreachable!()
+            };
             edit(w);
             t.check().map_err(|e| e.to_string())
         };
-        assert_eq!(edit_withdraw(&|w| w.hashes[1] += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[1]".into()));
-        assert_eq!(edit_withdraw(&|w| w.sk_deposits[0] += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[0]".into()));
-        assert_eq!(edit_withdraw(&|w| w.v_per_deposit[1] += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[1]".into()));
-        assert_eq!(edit_withdraw(&|w| w.address += Fr::ONE), Err("check 15 (dvp hash) failed: hashes[0]".into()));
+        assert_eq!(
+            edit_withdraw(&|w| w.hashes[1] += Fr::ONE),
+            Err("check 15 (dvp hash) failed: hashes[1]".into())
+        );
+        assert_eq!(
+            edit_withdraw(&|w| w.sk_deposits[0] += Fr::ONE),
+            Err("check 15 (dvp hash) failed: hashes[0]".into())
+        );
+        assert_eq!(
+            edit_withdraw(&|w| w.v_per_deposit[1] += Fr::ONE),
+            Err("check 15 (dvp hash) failed: hashes[1]".into())
+        );
+        assert_eq!(
+            edit_withdraw(&|w| w.address += Fr::ONE),
+            Err("check 15 (dvp hash) failed: hashes[0]".into())
+        );
         // Slots with a zero value are not checked, whatever their hash.
         assert_eq!(edit_withdraw(&|w| w.hashes[9] = Fr::from(123u64)), Ok(0));
     }
@@ -620,7 +777,12 @@ mod tests {
     fn receivers_values_wrapping_past_r_are_refused() {
         let r = modl::to_biguint(&-Fr::ONE) + 1u32;
         let quarter = &r / 4u32;
-        let shares = [quarter.clone(), quarter.clone(), quarter.clone(), &r - &quarter * 3u32];
+        let shares = [
+            quarter.clone(),
+            quarter.clone(),
+            quarter.clone(),
+            &r - &quarter * 3u32,
+        ];
         for kind in [Kind::Deposit, Kind::Withdraw] {
             let mut t = PaymentInputs::generate(kind, 5, 0, 9, 10, &mut rng(8));
             for (i, share) in (1..5).zip(&shares) {
@@ -628,7 +790,11 @@ mod tests {
                 assert!(fits_bits(&t.tx_values[i], VALUE_BITS));
                 recommit(&mut t, i);
             }
-            assert_eq!((1..5).map(|i| t.tx_values[i]).sum::<Fr>(), Fr::ZERO, "the field sum is blind to it");
+            assert_eq!(
+                (1..5).map(|i| t.tx_values[i]).sum::<Fr>(),
+                Fr::ZERO,
+                "the field sum is blind to it"
+            );
             assert_eq!(t.check().unwrap_err().check, 9, "{kind}");
         }
     }

@@ -18,7 +18,9 @@ fn sbox(x: &FpVar<Fr>) -> Result<FpVar<Fr>, SynthesisError> {
 pub fn hash(inputs: &[FpVar<Fr>]) -> Result<FpVar<Fr>, SynthesisError> {
     let params = parameters(inputs.len());
     let width = params.width;
-    let mut state: Vec<FpVar<Fr>> = std::iter::once(FpVar::zero()).chain(inputs.iter().cloned()).collect();
+    let mut state: Vec<FpVar<Fr>> = std::iter::once(FpVar::zero())
+        .chain(inputs.iter().cloned())
+        .collect();
     let half_full = params.full_rounds / 2;
     let rounds = params.full_rounds + params.partial_rounds;
     for round in 0..rounds {

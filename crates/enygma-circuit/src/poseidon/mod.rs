@@ -20,7 +20,10 @@ pub const MAX_INPUTS: usize = 3;
 pub fn parameters(n: usize) -> &'static PoseidonParameters<Fr> {
     static CACHE: [OnceLock<PoseidonParameters<Fr>>; MAX_INPUTS] =
         [OnceLock::new(), OnceLock::new(), OnceLock::new()];
-    assert!((1..=MAX_INPUTS).contains(&n), "Poseidon over {n} inputs is not used here");
+    assert!(
+        (1..=MAX_INPUTS).contains(&n),
+        "Poseidon over {n} inputs is not used here"
+    );
     CACHE[n - 1].get_or_init(|| {
         bn254_x5::get_poseidon_parameters::<Fr>((n + 1) as u8)
             .expect("light-poseidon ships circom parameters for widths 2..=13")
@@ -35,11 +38,16 @@ pub fn hash(inputs: &[Fr]) -> Fr {
         static HASHERS: RefCell<[Option<Poseidon<Fr>>; MAX_INPUTS]> = const { RefCell::new([None, None, None]) };
     }
     let n = inputs.len();
-    assert!((1..=MAX_INPUTS).contains(&n), "Poseidon over {n} inputs is not used here");
+    assert!(
+        (1..=MAX_INPUTS).contains(&n),
+        "Poseidon over {n} inputs is not used here"
+    );
     HASHERS.with(|hashers| {
         let mut hashers = hashers.borrow_mut();
         hashers[n - 1]
-            .get_or_insert_with(|| Poseidon::<Fr>::new_circom(n).expect("circom parameters exist for 1..=12 inputs"))
+            .get_or_insert_with(|| {
+                Poseidon::<Fr>::new_circom(n).expect("circom parameters exist for 1..=12 inputs")
+            })
             .hash(inputs)
             .expect("the hasher's width matches the number of inputs")
     })
@@ -85,7 +93,10 @@ mod tests {
 
     #[test]
     fn hashes_of_different_widths_differ() {
-        assert_ne!(hash(&[Fr::from(0u64)]), hash(&[Fr::from(0u64), Fr::from(0u64)]));
+        assert_ne!(
+            hash(&[Fr::from(0u64)]),
+            hash(&[Fr::from(0u64), Fr::from(0u64)])
+        );
         assert_ne!(message_tag_domain(), random_factor_domain());
     }
 }

@@ -18,21 +18,31 @@ pub struct Resp {
 
 impl Resp {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
     }
 
     /// The `{"error": ...}` message.
     pub fn error(&self) -> String {
-        self.json()["error"].as_str().unwrap_or_else(|| panic!("no error field: {}", self.body)).to_owned()
+        self.json()["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error field: {}", self.body))
+            .to_owned()
     }
 }
 
 fn assert_loopback(addr: SocketAddr) {
-    assert!(addr.ip().is_loopback(), "tests only talk to 127.0.0.1, not {addr}");
+    assert!(
+        addr.ip().is_loopback(),
+        "tests only talk to 127.0.0.1, not {addr}"
+    );
 }
 
 /// Connects and sends a whole request; returns the open stream (drop it to disconnect).
@@ -50,7 +60,10 @@ pub async fn send(
         head.push_str(&format!("{k}: {v}\r\n"));
     }
     if !body.is_empty() || method == "POST" {
-        head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", body.len()));
+        head.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).await?;
@@ -76,16 +89,24 @@ pub async fn request(
     timeout: Duration,
 ) -> io::Result<Resp> {
     let fut = async { receive(send(addr, method, path, headers, body).await?).await };
-    tokio::time::timeout(timeout, fut)
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("{method} {path}: no answer in {timeout:?}")))?
+    tokio::time::timeout(timeout, fut).await.map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("{method} {path}: no answer in {timeout:?}"),
+        )
+    })?
 }
 
 pub async fn get(addr: SocketAddr, path: &str) -> io::Result<Resp> {
     request(addr, "GET", path, &[], b"", Duration::from_secs(10)).await
 }
 
-pub async fn post(addr: SocketAddr, path: &str, body: &[u8], timeout: Duration) -> io::Result<Resp> {
+pub async fn post(
+    addr: SocketAddr,
+    path: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Resp> {
     request(addr, "POST", path, &[], body, timeout).await
 }
 
@@ -94,7 +115,10 @@ fn bad(msg: &str) -> io::Error {
 }
 
 pub fn parse(buf: &[u8]) -> io::Result<Resp> {
-    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").ok_or_else(|| bad("no header end"))?;
+    let end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| bad("no header end"))?;
     let head = std::str::from_utf8(&buf[..end]).map_err(|_| bad("non-UTF-8 head"))?;
     let mut lines = head.split("\r\n");
     let status_line = lines.next().ok_or_else(|| bad("empty response"))?;
@@ -108,17 +132,24 @@ pub fn parse(buf: &[u8]) -> io::Result<Resp> {
         .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
         .collect();
     let raw = &buf[end + 4..];
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked"));
+    let chunked = headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
     let body = if chunked { dechunk(raw)? } else { raw.to_vec() };
-    Ok(Resp { status, headers, body: String::from_utf8_lossy(&body).into_owned() })
+    Ok(Resp {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 fn dechunk(mut raw: &[u8]) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     loop {
-        let eol = raw.windows(2).position(|w| w == b"\r\n").ok_or_else(|| bad("bad chunk"))?;
+        let eol = raw
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or_else(|| bad("bad chunk"))?;
         let size_str = std::str::from_utf8(&raw[..eol]).map_err(|_| bad("bad chunk size"))?;
         let size = usize::from_str_radix(size_str.split(';').next().unwrap_or("").trim(), 16)
             .map_err(|_| bad("bad chunk size"))?;
@@ -137,9 +168,11 @@ fn dechunk(mut raw: &[u8]) -> io::Result<Vec<u8>> {
 /// The value of the first sample of a Prometheus text page matching `series` exactly
 /// (name and labels as rendered, e.g. `enygma_shed_total{queue="prove"}`).
 pub fn metric(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|l| l.rsplit_once(' ').filter(|(name, _)| *name == series).and_then(|(_, v)| v.parse().ok()))
+    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        l.rsplit_once(' ')
+            .filter(|(name, _)| *name == series)
+            .and_then(|(_, v)| v.parse().ok())
+    })
 }
 
 /// `Server-Timing` parts as (name, ms).
