@@ -17,6 +17,7 @@
 #   CIRCUIT=withdraw K=4 benches/run_load.sh    # another statement (transfer, deposit, withdraw) or k
 #   SOAK= SWEEP=none benches/run_load.sh        # no soak, no sweep
 #   OPEN_RATE=0.5,1 benches/run_load.sh         # add open-loop (Poisson) phases
+#   IGNORE_RETRY_AFTER=1 benches/run_load.sh    # shed clients retry at once (a retry storm)
 #   REFERENCE_CMD=/path/to/rayls-api REFERENCE_DIR=/path/to/its/checkout benches/run_load.sh
 #                                               # third column: the reference (port 3003)
 # Full schedule: about 2 x 11 min (A and B) + 3 x 5.5 min (sweep), plus server start-ups.
@@ -38,6 +39,7 @@ SOAK=${SOAK-4}                       # empty: no soak
 SOAK_DURATION=${SOAK_DURATION:-300s}
 WINDOW=${WINDOW:-30s}
 OPEN_RATE=${OPEN_RATE:-}             # e.g. 0.5,1 (requests/s)
+IGNORE_RETRY_AFTER=${IGNORE_RETRY_AFTER:-} # non-empty: no back-off after a 503
 SWEEP=${SWEEP:-1x2,2x1,4x1}          # MAX_INFLIGHTxPROVE_THREADS,... or none
 SWEEP_LEVELS=${SWEEP_LEVELS:-$LEVELS}
 POOL_SIZE=${POOL_SIZE:-64}
@@ -66,6 +68,7 @@ args=(ab
     --sweep "$SWEEP" --sweep-levels "$SWEEP_LEVELS" --ready-timeout "$READY_TIMEOUT")
 [ -n "$SOAK" ] && args+=(--soak "$SOAK")
 [ -n "$OPEN_RATE" ] && args+=(--open-rate "$OPEN_RATE")
+[ -n "$IGNORE_RETRY_AFTER" ] && args+=(--ignore-retry-after)
 [ -n "$OUT" ] && args+=(--out "$OUT")
 if [ -n "$REFERENCE_CMD" ]; then
     args+=(--reference-cmd "$REFERENCE_CMD" --reference-url "$REFERENCE_URL")
@@ -76,6 +79,7 @@ fi
 ENYGMA_RUN_LOAD_CMD="CIRCUIT=$CIRCUIT K=$K LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP SOAK=$SOAK SOAK_DURATION=$SOAK_DURATION"
 ENYGMA_RUN_LOAD_CMD+=" WINDOW=$WINDOW SWEEP=$SWEEP SWEEP_LEVELS=$SWEEP_LEVELS POOL_SIZE=$POOL_SIZE SEED=$SEED"
 [ -n "$OPEN_RATE" ] && ENYGMA_RUN_LOAD_CMD+=" OPEN_RATE=$OPEN_RATE"
+[ -n "$IGNORE_RETRY_AFTER" ] && ENYGMA_RUN_LOAD_CMD+=" IGNORE_RETRY_AFTER=1"
 [ -n "$REFERENCE_CMD" ] && ENYGMA_RUN_LOAD_CMD+=" REFERENCE_CMD=<reference binary>"
 ENYGMA_RUN_LOAD_CMD+=" benches/run_load.sh"
 [ $# -gt 0 ] && ENYGMA_RUN_LOAD_CMD+=" $*"

@@ -127,6 +127,11 @@ pub struct ScheduleArgs {
     /// as error `client_dropped`.
     #[arg(long, default_value_t = 512)]
     pub max_outstanding: usize,
+    /// Closed loop: retry a shed request (503 or 429) at once instead of first waiting its
+    /// `Retry-After`, like a gateway without back-off. A retry storm measures the client as
+    /// much as the server: on 2 cores it shares their CPU with the proofs.
+    #[arg(long)]
+    pub ignore_retry_after: bool,
     /// Readiness route polled before load starts (falls back to /healthcheck on 404).
     #[arg(long, default_value = "/readyz")]
     pub ready_path: String,

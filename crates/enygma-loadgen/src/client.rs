@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -51,6 +51,8 @@ pub struct Reply {
     /// When the last byte of the body arrived (or the request failed).
     pub done: Instant,
     pub bytes: usize,
+    /// A shed answer's (503 or 429) `Retry-After`, in whole seconds as the server sends it.
+    pub retry_after: Option<Duration>,
 }
 
 #[derive(Clone)]
@@ -107,8 +109,14 @@ impl HttpClient {
         let fut = async {
             let res = match self.inner.request(req).await {
                 Ok(r) => r,
-                Err(e) if e.is_connect() => return (Status::Connect, ServerTiming::default(), 0),
-                Err(_) => return (Status::Io, ServerTiming::default(), 0),
+                Err(e) if e.is_connect() => {
+                    return (Status::Connect, ServerTiming::default(), 0, None)
+                }
+                Err(_) => return (Status::Io, ServerTiming::default(), 0, None),
+            };
+            let retry_after = match res.status().as_u16() {
+                429 | 503 => retry_after(res.headers().get(RETRY_AFTER)),
+                _ => None,
             };
             let status = Status::Http(res.status().as_u16());
             let timing = server_timing::parse(
@@ -118,19 +126,21 @@ impl HttpClient {
                     .filter_map(|v| v.to_str().ok()),
             );
             match res.into_body().collect().await {
-                Ok(b) => (status, timing, b.to_bytes().len()),
-                Err(_) => (Status::Io, timing, 0),
+                Ok(b) => (status, timing, b.to_bytes().len(), retry_after),
+                Err(_) => (Status::Io, timing, 0, None),
             }
         };
-        let (status, timing, bytes) = match tokio::time::timeout(self.timeout, fut).await {
-            Ok(r) => r,
-            Err(_) => (Status::Timeout, ServerTiming::default(), 0),
-        };
+        let (status, timing, bytes, retry_after) =
+            match tokio::time::timeout(self.timeout, fut).await {
+                Ok(r) => r,
+                Err(_) => (Status::Timeout, ServerTiming::default(), 0, None),
+            };
         Reply {
             status,
             timing,
             done: Instant::now(),
             bytes,
+            retry_after,
         }
     }
 
@@ -149,5 +159,27 @@ impl HttpClient {
         tokio::time::timeout(timeout, fut)
             .await
             .with_context(|| format!("GET {path}: no answer within {timeout:?}"))?
+    }
+}
+
+/// `Retry-After` in its delay-seconds form; the HTTP-date form is not used by the servers
+/// measured here and reads as absent.
+fn retry_after(value: Option<&HeaderValue>) -> Option<Duration> {
+    let secs: u64 = value?.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_delay_seconds_only() {
+        let v = |s: &'static str| HeaderValue::from_static(s);
+        assert_eq!(retry_after(Some(&v("3"))), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after(Some(&v(" 0 "))), Some(Duration::ZERO));
+        assert_eq!(retry_after(Some(&v("Wed, 21 Oct 2026 07:28:00 GMT"))), None);
+        assert_eq!(retry_after(Some(&v("-1"))), None);
+        assert_eq!(retry_after(None), None);
     }
 }

@@ -88,6 +88,9 @@ pub struct Ctx {
     /// Open loop: arrivals beyond this many outstanding requests are dropped and counted as
     /// `client_dropped` (protects the client's file descriptors, never hides latency).
     pub max_outstanding: usize,
+    /// Closed loop: a worker answered 503/429 with `Retry-After` waits that long (up to the
+    /// phase's end) before its next request.
+    pub honor_retry_after: bool,
 }
 
 /// The outcome of one phase.
@@ -157,6 +160,8 @@ pub async fn run_closed(
                 if r.status == Status::Connect {
                     // Server gone: do not spin; the phase still ends on time.
                     tokio::time::sleep(Duration::from_millis(100)).await;
+                } else if let Some(wait) = r.retry_after.filter(|_| ctx.honor_retry_after) {
+                    tokio::time::sleep_until(end.min(Instant::now() + wait).into()).await;
                 }
             }
             out

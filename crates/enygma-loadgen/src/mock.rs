@@ -72,7 +72,13 @@ impl State {
                 if self.waiting.load(Ordering::SeqCst) >= self.args.queue_depth
                     && sem.available_permits() == 0
                 {
-                    return json_error(StatusCode::SERVICE_UNAVAILABLE, "queue full");
+                    // Like enygma-server's shedding: 503 and a (fixed) Retry-After.
+                    let mut r = json_error(StatusCode::SERVICE_UNAVAILABLE, "queue full");
+                    r.headers_mut().insert(
+                        "retry-after",
+                        HEADER_ONE_SECOND.parse().expect("ascii header"),
+                    );
+                    return r;
                 }
                 self.waiting.fetch_add(1, Ordering::SeqCst);
                 let p = tokio::time::timeout(self.args.queue_timeout, sem.acquire()).await;

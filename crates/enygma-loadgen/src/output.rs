@@ -93,6 +93,15 @@ pub fn render_markdown(r: &Report) -> String {
         s.request_pool_distinct,
         s.requests,
     );
+    let _ = writeln!(
+        md,
+        "- Shed answers (503/429): {}",
+        if s.honor_retry_after {
+            "each closed-loop worker waits the `Retry-After` before its next request"
+        } else {
+            "retried at once (`--ignore-retry-after`)"
+        }
+    );
     if let Some(cmd) = &r.server.command {
         let _ = writeln!(md, "- Server: `{cmd}`");
     }
@@ -316,6 +325,7 @@ pub(crate) mod tests {
                 server_pid: Some(1),
                 spawn_server: None,
                 max_outstanding: 512,
+                honor_retry_after: true,
                 metrics_path: Some("/metrics".into()),
                 served_metric: None,
             },

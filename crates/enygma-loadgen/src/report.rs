@@ -50,6 +50,9 @@ pub struct Settings {
     pub server_pid: Option<u32>,
     pub spawn_server: Option<String>,
     pub max_outstanding: usize,
+    /// Closed-loop workers waited a shed answer's `Retry-After` (absent in older reports).
+    #[serde(default)]
+    pub honor_retry_after: bool,
     pub metrics_path: Option<String>,
     pub served_metric: Option<String>,
 }

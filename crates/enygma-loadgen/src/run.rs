@@ -94,6 +94,7 @@ fn settings(url: &str, s: &ScheduleArgs, pool: &Pool, target: &Target) -> Settin
             Target::External { .. } => None,
         },
         max_outstanding: s.max_outstanding,
+        honor_retry_after: !s.ignore_retry_after,
         metrics_path: s.metrics_path().map(str::to_string),
         served_metric: s.served_metric.clone(),
     }
@@ -285,6 +286,7 @@ async fn run_phases(
         abort: job.abort.clone(),
         seed: s.seed,
         max_outstanding: s.max_outstanding,
+        honor_retry_after: !s.ignore_retry_after,
     };
     let progress = Progress::start(live.clone(), sampler.map(|x| x.latest_handle()), s.quiet);
     let metrics_path = s.metrics_path();

@@ -111,6 +111,66 @@ fn closed_loop_counts_match_mock_metrics() {
     );
 }
 
+/// Shed requests per closed-loop level of 4 against a mock that proves one at a time and
+/// queues none, with and without waiting the 503's `Retry-After`.
+fn shed_at_level_4(ignore_retry_after: bool) -> (u64, u64) {
+    let _g = serial();
+    let dir = scratch(if ignore_retry_after {
+        "mock-retry-storm"
+    } else {
+        "mock-retry-after"
+    });
+    let pool = request_pool(&dir, 3);
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let server = mock(&dir, port, &["--max-inflight", "1", "--queue-depth", "0"]);
+    let out = dir.join("out");
+    let mut cmd = Command::new(loadgen_bin());
+    cmd.args([
+        "run",
+        "--url",
+        &url,
+        "--levels",
+        "4",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--quiet",
+    ])
+    .arg("--requests")
+    .arg(&pool)
+    .arg("--out")
+    .arg(&out)
+    .args(["--server-pid", &server.pid().to_string()]);
+    if ignore_retry_after {
+        cmd.arg("--ignore-retry-after");
+    }
+    assert_success(
+        &run_bounded(&mut cmd, Duration::from_secs(60)),
+        "loadgen run",
+    );
+    let r = read_report(&out);
+    let level = &r["levels"][0];
+    assert_eq!(r["settings"]["honor_retry_after"], !ignore_retry_after);
+    (
+        level["completed"].as_u64().unwrap(),
+        level["errors"]["503"].as_u64().unwrap_or(0),
+    )
+}
+
+/// A shed worker waits the `Retry-After` (1 s from the mock): over 2 s, each of the 3 workers
+/// that find the single slot busy is shed at most 3 times. Without waiting they spin.
+#[test]
+fn closed_loop_waits_retry_after_when_shed() {
+    let (completed, shed) = shed_at_level_4(false);
+    assert!(completed > 0);
+    assert!((1..=9).contains(&shed), "{shed} shed answers");
+    let (completed, storm) = shed_at_level_4(true);
+    assert!(completed > 0);
+    assert!(storm > 100, "{storm} shed answers without back-off");
+}
+
 /// Open loop: latency from the schedule, spawn-server path, server stopped afterwards.
 #[test]
 fn open_loop_with_spawned_server() {
