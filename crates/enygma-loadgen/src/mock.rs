@@ -74,10 +74,8 @@ impl State {
                 {
                     // Like enygma-server's shedding: 503 and a (fixed) Retry-After.
                     let mut r = json_error(StatusCode::SERVICE_UNAVAILABLE, "queue full");
-                    r.headers_mut().insert(
-                        "retry-after",
-                        HEADER_ONE_SECOND.parse().expect("ascii header"),
-                    );
+                    r.headers_mut()
+                        .insert("retry-after", hyper::header::HeaderValue::from_static("1"));
                     return r;
                 }
                 self.waiting.fetch_add(1, Ordering::SeqCst);
