@@ -68,6 +68,7 @@ pub mod admission;
 pub mod app;
 pub mod backend;
 pub mod config;
+pub mod malloc;
 pub mod metrics;
 pub mod prover;
 pub mod server;

@@ -12,9 +12,15 @@ use enygma_server::prover::RealBackend;
 use enygma_server::{serve, shutdown_signal, AppState, Exit};
 
 fn main() -> ExitCode {
+    let malloc = enygma_server::malloc::tune();
     let args = Args::parse();
     init_tracing(args.log_format);
     install_panic_hook();
+    tracing::info!(
+        mmap_threshold = malloc.mmap_threshold.map(|n| n as u64),
+        arena_max = malloc.arena_max.map(|n| n as u64),
+        "malloc settings (unset: the environment's or glibc's)"
+    );
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
