@@ -114,11 +114,12 @@ impl HttpClient {
                 }
                 Err(_) => return (Status::Io, ServerTiming::default(), 0, None),
             };
-            let retry_after = match res.status().as_u16() {
+            let code = res.status().as_u16();
+            let retry_after = match code {
                 429 | 503 => retry_after(res.headers().get(RETRY_AFTER)),
                 _ => None,
             };
-            let status = Status::Http(res.status().as_u16());
+            let status = Status::Http(code);
             let timing = server_timing::parse(
                 res.headers()
                     .get_all("server-timing")

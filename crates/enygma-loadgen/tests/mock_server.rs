@@ -159,8 +159,8 @@ fn shed_at_level_4(ignore_retry_after: bool) -> (u64, u64) {
     )
 }
 
-/// A shed worker waits the `Retry-After` (1 s from the mock): over 2 s, each of the 3 workers
-/// that find the single slot busy is shed at most 3 times. Without waiting they spin.
+/// A shed worker waits the `Retry-After` (1 s from the mock), so over 2 s each of the 4 workers
+/// is shed at most twice (8 in all). Without waiting they spin.
 #[test]
 fn closed_loop_waits_retry_after_when_shed() {
     let (completed, shed) = shed_at_level_4(false);

@@ -152,7 +152,7 @@ impl CircuitKeys {
                 "the verifying key on disk does not belong to the proving key".into(),
             ));
         }
-        let variables = shape.r1cs.num_instance_variables + shape.info.witness_variables;
+        let variables = shape.r1cs.num_instance_variables + shape.r1cs.num_witness_variables;
         if proving_key.vk.gamma_abc_g1.len() != shape.r1cs.num_instance_variables
             || proving_key.a_query.len() != variables
         {
