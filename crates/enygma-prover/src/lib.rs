@@ -9,6 +9,7 @@
 
 pub mod groth16;
 pub mod keys;
+pub mod qap;
 pub mod request;
 
 use std::{
