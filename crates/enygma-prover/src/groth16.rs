@@ -1,9 +1,9 @@
 //! Groth16 proof assembly from cached matrices, with a choice of G1 MSM and a time per phase.
 //!
 //! It computes exactly what ark-groth16's `create_proof_with_reduction_and_matrices` computes
-//! with the reduction the keys are made for, [`OrientedReduction`] (the same proof for the same
-//! `r` and `s`), from its public pieces: the libsnark QAP witness map of the oriented matrices
-//! for `h`, then
+//! with the reduction the keys are made for, [`qap::OrientedReduction`] (the same proof for the
+//! same `r` and `s`), from its public pieces: the libsnark QAP witness map of the oriented
+//! matrices for `h` ([`qap::witness_map`]), then
 //! - `A = α + Σ aᵢ·a_queryᵢ + r·δ` (G1),
 //! - `B = β + Σ aᵢ·b_queryᵢ + s·δ` (G2, and in G1 for C),
 //! - `C = Σ wᵢ·l_queryᵢ + Σ hᵢ·h_queryᵢ + s·A + r·B₁ − r·s·δ`.
@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 use ark_bn254::{Bn254, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::{CurveGroup, VariableBaseMSM};
 use ark_ff::PrimeField;
-use ark_groth16::{r1cs_to_qap::R1CSToQAP, Proof, ProvingKey};
-use ark_poly::GeneralEvaluationDomain;
+use ark_groth16::{Proof, ProvingKey};
 use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError,
     SynthesisMode, R1CS_PREDICATE_LABEL,
@@ -29,7 +28,7 @@ use enygma_circuit::{
 };
 use rayon::prelude::*;
 
-use crate::qap::{self, OrientedReduction};
+use crate::qap;
 
 type Scalar = <Fr as PrimeField>::BigInt;
 
@@ -122,7 +121,7 @@ pub fn create_proof(
     }
 
     let (h, witness_map) = timed(|| {
-        OrientedReduction::witness_map_from_matrices::<Fr, GeneralEvaluationDomain<Fr>>(
+        qap::witness_map(
             matrices,
             num_instance_variables,
             num_constraints,
@@ -327,17 +326,16 @@ mod tests {
         r: Fr,
         s: Fr,
     ) {
-        let expected =
-            Groth16::create_proof_with_reduction_and_matrices(
-                pk,
-                r,
-                s,
-                matrices,
-                num_instance_variables,
-                num_constraints,
-                assignment,
-            )
-            .unwrap();
+        let expected = Groth16::create_proof_with_reduction_and_matrices(
+            pk,
+            r,
+            s,
+            matrices,
+            num_instance_variables,
+            num_constraints,
+            assignment,
+        )
+        .unwrap();
         let public = &assignment[1..num_instance_variables];
         assert!(
             Groth16::verify(&pk.vk, public, &expected).unwrap(),

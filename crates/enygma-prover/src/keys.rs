@@ -89,12 +89,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
 /// prover uses ([`crate::qap`]).
 pub fn generate(kind: Kind, k: usize) -> Result<ProvingKey<Bn254>, KeyError> {
     let mut rng = ChaCha20Rng::from_seed(development_seed(kind, k));
-    let (pk, _) =
-        Groth16::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
-            .map_err(|e| KeyError::Setup {
-                k,
-                reason: e.to_string(),
-            })?;
+    let (pk, _) = Groth16::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
+        .map_err(|e| KeyError::Setup {
+            k,
+            reason: e.to_string(),
+        })?;
     Ok(pk)
 }
 

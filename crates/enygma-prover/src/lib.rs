@@ -7,6 +7,7 @@
 //! - [`Prover::prove`] synthesizes only the witness (the matrices were built once per statement
 //!   and k at load time) and runs the Groth16 prover on the caller's rayon pool.
 
+pub mod fft;
 pub mod groth16;
 pub mod keys;
 pub mod qap;

@@ -16,12 +16,14 @@
 //! [`OrientedReduction`] only fit proofs computed with it (or with the matrices [`orient`] gives),
 //! which is why the development keys are made, and proofs computed, with it alone.
 
-use ark_ff::{Field, PrimeField};
-use ark_groth16::r1cs_to_qap::{LibsnarkReduction, R1CSToQAP};
+use ark_ff::{FftField, Field, One, PrimeField, Zero};
+use ark_groth16::r1cs_to_qap::{evaluate_constraint, LibsnarkReduction, R1CSToQAP};
 use ark_poly::EvaluationDomain;
-use ark_relations::gr1cs::{
-    ConstraintSystemRef, Matrix, SynthesisError, R1CS_PREDICATE_LABEL,
-};
+use ark_relations::gr1cs::{ConstraintSystemRef, Matrix, SynthesisError, R1CS_PREDICATE_LABEL};
+use enygma_circuit::Fr;
+use rayon::prelude::*;
+
+use crate::fft::CosetFft;
 
 /// Groth16 over BN254 with the keys and proofs of [`OrientedReduction`].
 pub type Groth16 = ark_groth16::Groth16<ark_bn254::Bn254, OrientedReduction>;
@@ -79,6 +81,56 @@ fn oriented_matrices<F: PrimeField>(
         .ok_or(SynthesisError::MissingCS)?;
     orient(&mut matrices);
     Ok(matrices)
+}
+
+/// `h`, the coefficients of `(A·B − C) / Z` for the full assignment: libsnark's witness map
+/// (what [`OrientedReduction::witness_map_from_matrices`] returns, bit for bit) with the
+/// transforms of [`crate::fft`], the three polynomials transformed concurrently when the pool
+/// has threads to spare.
+pub fn witness_map(
+    matrices: &[Matrix<Fr>],
+    num_inputs: usize,
+    num_constraints: usize,
+    full_assignment: &[Fr],
+) -> Result<Vec<Fr>, SynthesisError> {
+    let n = (num_constraints + num_inputs)
+        .checked_next_power_of_two()
+        .ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+    let fft = CosetFft::for_size(n).ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+    let evaluate = |matrix: &Matrix<Fr>| {
+        let mut values = vec![Fr::zero(); n];
+        values[..num_constraints]
+            .par_iter_mut()
+            .zip(&matrix[..num_constraints])
+            .for_each(|(value, row)| *value = evaluate_constraint(row, full_assignment));
+        values
+    };
+    let mut a = evaluate(&matrices[0]);
+    // The public inputs' constraints `xᵢ · 0 = 0`, as libsnark appends them.
+    a[num_constraints..num_constraints + num_inputs]
+        .copy_from_slice(&full_assignment[..num_inputs]);
+    let mut b = evaluate(&matrices[1]);
+    let mut c = evaluate(&matrices[2]);
+    rayon::join(
+        || {
+            rayon::join(
+                || fft.domain_to_coset(&mut a),
+                || fft.domain_to_coset(&mut b),
+            )
+        },
+        || fft.domain_to_coset(&mut c),
+    );
+    // Z(X) = Xⁿ − 1 is gⁿ − 1 everywhere on the coset gH.
+    let z_inverse = (Fr::GENERATOR.pow([n as u64]) - Fr::one())
+        .inverse()
+        .expect("g is not in H");
+    a.par_iter_mut()
+        .zip(&b)
+        .zip(&c)
+        .for_each(|((a, b), c)| *a = (*a * b - c) * z_inverse);
+    drop((b, c));
+    fft.coset_to_coefficients(&mut a);
+    Ok(a)
 }
 
 /// libsnark's reduction of the R1CS turned round by [`orient`].
@@ -171,9 +223,9 @@ mod tests {
     use ark_relations::gr1cs::{
         ConstraintSynthesizer, ConstraintSystem, OptimizationGoal, SynthesisMode,
     };
-    use enygma_circuit::payment::{constraints::PaymentCircuit, Kind};
     use ark_snark::SNARK;
     use ark_std::UniformRand;
+    use enygma_circuit::payment::{constraints::PaymentCircuit, Kind};
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
@@ -184,7 +236,10 @@ mod tests {
         cs.set_mode(SynthesisMode::Setup);
         circuit.generate_constraints(cs.clone()).unwrap();
         cs.finalize();
-        cs.to_matrices().unwrap().remove(R1CS_PREDICATE_LABEL).unwrap()
+        cs.to_matrices()
+            .unwrap()
+            .remove(R1CS_PREDICATE_LABEL)
+            .unwrap()
     }
 
     fn evaluate(terms: &[(Fr, usize)], assignment: &[Fr]) -> Fr {
@@ -255,6 +310,46 @@ mod tests {
         assert_eq!(turned, 4_634, "constraints turned round");
     }
 
+    /// The fast witness map gives libsnark's h for the k=3 transfer, for an honest and for an
+    /// unsatisfying assignment, on 1 and 2 threads.
+    #[test]
+    fn witness_map_is_libsnarks() {
+        let (setup, proving) = sample_transfer(3, &mut ChaCha20Rng::seed_from_u64(8));
+        let shape = r1cs(setup).unwrap();
+        let honest = full_assignment(proving).unwrap();
+        let mut forged = honest.clone();
+        forged[shape.num_instance_variables + 5] += Fr::from(1u64);
+        for assignment in [honest, forged] {
+            let expected = OrientedReduction::witness_map_from_matrices::<
+                Fr,
+                ark_poly::GeneralEvaluationDomain<Fr>,
+            >(
+                &shape.matrices,
+                shape.num_instance_variables,
+                shape.num_constraints,
+                &assignment,
+            )
+            .unwrap();
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let h = pool
+                    .install(|| {
+                        witness_map(
+                            &shape.matrices,
+                            shape.num_instance_variables,
+                            shape.num_constraints,
+                            &assignment,
+                        )
+                    })
+                    .unwrap();
+                assert!(h == expected, "h differs on {threads} thread(s)");
+            }
+        }
+    }
+
     #[test]
     fn keys_are_libsnarks_when_nothing_turns() {
         // Squares and bits only: every variable is in both factors of its constraint.
@@ -298,16 +393,18 @@ mod tests {
         // y left B: its G2 query point is the identity, x's is not.
         assert!(pk.b_g2_query[3].is_zero(), "y is not in B");
         assert!(!pk.b_g2_query[2].is_zero(), "x is in B");
-        let libsnark = ark_groth16::Groth16::<Bn254>::circuit_specific_setup(honest.clone(), &mut rng)
-            .unwrap()
-            .0;
+        let libsnark =
+            ark_groth16::Groth16::<Bn254>::circuit_specific_setup(honest.clone(), &mut rng)
+                .unwrap()
+                .0;
         assert!(!libsnark.b_g2_query[3].is_zero(), "libsnark keeps y in B");
 
         let public = [honest.y];
         let proof = Groth16::prove(&pk, honest.clone(), &mut rng).unwrap();
         assert!(Groth16::verify(&vk, &public, &proof).unwrap());
         // ark-groth16's default reduction computes another h: its proof does not fit these keys.
-        let unoriented = ark_groth16::Groth16::<Bn254>::prove(&pk, honest.clone(), &mut rng).unwrap();
+        let unoriented =
+            ark_groth16::Groth16::<Bn254>::prove(&pk, honest.clone(), &mut rng).unwrap();
         assert!(!Groth16::verify(&vk, &public, &unoriented).unwrap());
 
         // A forged witness for the same public z: y changed, so x·y ≠ z.
