@@ -8,9 +8,10 @@
 //! - `B = β + Σ aᵢ·b_queryᵢ + s·δ` (G2, and in G1 for C),
 //! - `C = Σ wᵢ·l_queryᵢ + Σ hᵢ·h_queryᵢ + s·A + r·B₁ − r·s·δ`.
 //!
-//! Two things differ from ark-groth16: the five MSMs (four in G1, one in G2) can use
-//! [`enygma_msm`] (batch-affine, signed digits), and they run concurrently when the rayon pool
-//! has more than one thread; ark-groth16 runs them one after another.
+//! Three things differ from ark-groth16: the witness map's transforms skip the bit-reversal
+//! passes ([`crate::fft`]); the five MSMs (four in G1, one in G2) can use [`enygma_msm`]
+//! (batch-affine, signed digits); and they run concurrently when the rayon pool has more than
+//! one thread, where ark-groth16 runs them one after another.
 
 use std::time::{Duration, Instant};
 

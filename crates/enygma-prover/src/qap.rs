@@ -97,6 +97,9 @@ pub fn witness_map(
         .checked_next_power_of_two()
         .ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
     let fft = CosetFft::for_size(n).ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+    if matrices.len() != 3 || matrices.iter().any(|m| m.len() != num_constraints) {
+        return Err(SynthesisError::Unsatisfiable);
+    }
     let evaluate = |matrix: &Matrix<Fr>| {
         let mut values = vec![Fr::zero(); n];
         values[..num_constraints]
