@@ -108,5 +108,23 @@ mod tests {
                 assert!(h == expected, "h differs on {threads} thread(s)");
             }
         }
+        // Matrices of another circuit are refused, not read past their end.
+        let short = &shape.matrices[..2];
+        let too_many = shape.num_constraints + 1;
+        let assignment = vec![Fr::from(1u64); shape.num_instance_variables];
+        assert!(witness_map(
+            short,
+            shape.num_instance_variables,
+            shape.num_constraints,
+            &assignment
+        )
+        .is_err());
+        assert!(witness_map(
+            &shape.matrices,
+            shape.num_instance_variables,
+            too_many,
+            &assignment
+        )
+        .is_err());
     }
 }
