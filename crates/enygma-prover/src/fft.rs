@@ -1,9 +1,9 @@
 //! The two transforms of the QAP witness map, each without a bit-reversal pass: domain
 //! evaluations to coset evaluations, and coset evaluations to coefficients.
 //!
-//! ark-poly does each as an inverse FFT then a coset FFT, each reordering its output and
-//! recomputing its roots of unity on every call; the witness map runs seven of them per proof
-//! (about 10 ms each at 2^15 on one thread). Here a decimation-in-frequency pass (natural order
+//! ark-poly does the first as an inverse FFT then a coset FFT and the second as a coset inverse
+//! FFT, each reordering its output and recomputing its roots of unity on every call; the witness
+//! map runs seven of them per proof (about 10 ms each at 2^15 on one thread). Here a decimation-in-frequency pass (natural order
 //! in, bit-reversed out) is followed by a decimation-in-time pass (bit-reversed in, natural out),
 //! so no reordering is needed between them; the coset shift and the `1/n` scaling are one
 //! multiplication per element by a precomputed table in bit-reversed order; and the twiddles

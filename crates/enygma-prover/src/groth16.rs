@@ -47,7 +47,7 @@ pub enum MsmBackend {
 /// overlap, and `total` is less than the sum.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PhaseTimings {
-    /// The QAP witness map: constraint evaluation and the seven FFTs giving `h`.
+    /// The QAP witness map: constraint evaluation and the transforms giving `h` ([`crate::fft`]).
     pub witness_map: Duration,
     /// Converting the assignment and `h` out of Montgomery form for the MSMs.
     pub to_bigint: Duration,

@@ -1,7 +1,7 @@
 //! glibc malloc settings for a process that loads large keys once and then proves.
 //!
 //! Two glibc defaults cost memory here (measured in
-//! `benches/results/2026-12-03-memory.md`, 15 statements loaded, 2 cores):
+//! `benches/results/2026-12-03-k6-proof-gnark-memory.md`, 15 statements loaded, 2 cores):
 //! - the mmap threshold grows with every large block freed, so after the key files (up to 18 MB
 //!   each) are read and parsed, later large blocks come from the heap and stay resident: a
 //!   fixed 4 MiB threshold cut the loaded process from 427 to 379 MB. 4 MiB and not the
