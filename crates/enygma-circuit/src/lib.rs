@@ -1,4 +1,5 @@
-//! The Enygma payment statements (transfer, deposit, withdraw) over BN254.
+//! The Enygma statements over BN254: the payment statements (transfer, deposit, withdraw) and
+//! the DvP statements (ERC-20 and ERC-1155 join-splits, ERC-721 ownership).
 //!
 //! Every primitive lives in its own module with the native function in `mod.rs` and its R1CS
 //! gadget in `constraints.rs`, so that each gadget is tested against its native twin:
@@ -7,14 +8,23 @@
 //! - [`babyjubjub`]: Baby Jubjub in the reference's form (a = 168700, d = 168696), the Pedersen
 //!   commitment `v·G + ρ·H`, and windowed fixed-base scalar multiplication.
 //! - [`modl`]: reduction of a field element modulo L, the order of Baby Jubjub's prime subgroup.
-//! - [`dvp`]: the hash of a DvP commitment that deposits create and withdraws claim.
+//! - [`keys`]: the public key `Poseidon(sk, sk) mod L` of a secret key.
+//! - [`bits`]: bit decompositions and the comparison of bits with a constant.
+//! - [`amount`]: DvP token amounts, below 10^36.
+//! - [`merkle`]: the depth-8 Merkle trees of the DvP notes.
+//! - [`dvp`]: the DvP note commitments (C20, which is also the commitment deposits create and
+//!   withdraws claim, C1155, C721) and nullifiers, and the DvP statements
+//!   ([`dvp::join_split`], [`dvp::ownership`]).
 //! - [`payment`]: the checks of the transfer, deposit and withdraw statements, natively (to
 //!   refuse bad requests before any proving work) and as circuits generic over the
 //!   anonymity-set size k.
 
+pub mod amount;
 pub mod babyjubjub;
 pub mod bits;
 pub mod dvp;
+pub mod keys;
+pub mod merkle;
 pub mod modl;
 pub mod payment;
 pub mod poseidon;

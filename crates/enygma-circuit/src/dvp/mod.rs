@@ -1,22 +1,198 @@
-//! The commitment a deposit leaves in the DvP (delivery-versus-payment) contract and a withdraw
-//! claims back: `Poseidon(Poseidon(Poseidon(owner_key, salt), value), address)`, a chain of
-//! three 2-input Poseidons with no reduction (the reference's "V2" formula).
+//! The DvP (delivery-versus-payment) notes and statements.
 //!
-//! The deposit proves it for the public `hash` with the owner's key given directly; a withdraw
-//! proves it for each of its 10 public `hashes` whose value is not zero, with the owner's key
-//! derived from the deposit's secret key (`Poseidon(sk, sk) mod L`, the same public-key rule as
-//! the transfer's check 6).
+//! A note is a leaf of a depth-8 Merkle tree ([`crate::merkle`]) owned by a key
+//! `pk = Poseidon(sk, sk) mod L` ([`crate::keys`]). Its commitment chains 2-input Poseidons, the
+//! owner key first, in one of three formats (dvp.md, "Note commitments"):
+//!
+//! - ERC-20: `C20(pk, salt, amount, token) = H(H(H(pk, salt), amount), token)`. It is also the
+//!   commitment a deposit leaves in the DvP contract and a withdraw claims back (the reference's
+//!   "V2" formula), with the deposited value as the amount and the contract address as token.
+//! - ERC-1155: `C1155(pk, salt, token, id, amount) = H(H(H(H(pk, salt), token), id), amount)`.
+//! - ERC-721: `C721(pk, salt, uid) = H(H(pk, salt), uid)`.
+//!
+//! Spending a note publishes its nullifier `N(sk, index) = H(sk, index)`, with the note's leaf
+//! index; unused slots of a join-split publish the dummy nullifier `H(0, 0)`.
+//!
+//! The statements: [`join_split`] (the ERC-20 and ERC-1155 join-splits, one circuit
+//! parameterised by the token kind) and [`ownership`] (the ERC-721 ownership transfer). Both
+//! report a failed rule with [`CheckFailure`].
 
 pub mod constraints;
+
+use std::{fmt, sync::OnceLock};
 
 use crate::{poseidon, Fr};
 
 /// Slots a withdraw always carries, used or not (the reference's fixed `[10]` arrays).
 pub const WITHDRAW_SLOTS: usize = 10;
 
-/// `Poseidon(Poseidon(Poseidon(owner_key, salt), value), address)`.
-pub fn commitment_hash(owner_key: &Fr, salt: &Fr, value: &Fr, address: &Fr) -> Fr {
+/// `C20 = H(H(H(owner_key, salt), amount), token)`: an ERC-20 note, and a deposit's DvP
+/// commitment (with the deposited value and the DvP contract's address).
+pub fn erc20_commitment(owner_key: &Fr, salt: &Fr, amount: &Fr, token: &Fr) -> Fr {
     let keyed = poseidon::hash(&[*owner_key, *salt]);
-    let valued = poseidon::hash(&[keyed, *value]);
-    poseidon::hash(&[valued, *address])
+    let valued = poseidon::hash(&[keyed, *amount]);
+    poseidon::hash(&[valued, *token])
+}
+
+/// `C1155 = H(H(H(H(owner_key, salt), token), id), amount)`: an ERC-1155 note.
+pub fn erc1155_commitment(owner_key: &Fr, salt: &Fr, token: &Fr, id: &Fr, amount: &Fr) -> Fr {
+    let keyed = poseidon::hash(&[*owner_key, *salt]);
+    let of_token = poseidon::hash(&[keyed, *token]);
+    let of_id = poseidon::hash(&[of_token, *id]);
+    poseidon::hash(&[of_id, *amount])
+}
+
+/// `C721 = H(H(owner_key, salt), uid)`: an ERC-721 note.
+pub fn erc721_commitment(owner_key: &Fr, salt: &Fr, uid: &Fr) -> Fr {
+    poseidon::hash(&[poseidon::hash(&[*owner_key, *salt]), *uid])
+}
+
+/// `N(sk, index) = H(sk, index)`: the nullifier that spending the note at leaf `index` with
+/// secret key `sk` publishes. It depends on neither the note nor its tree (dvp.md, defect 5).
+pub fn nullifier(secret_key: &Fr, leaf_index: &Fr) -> Fr {
+    poseidon::hash(&[*secret_key, *leaf_index])
+}
+
+/// `H(0, 0)`: the nullifier of a dummy slot (key 0, index 0), which may repeat.
+pub fn dummy_nullifier() -> Fr {
+    static D: OnceLock<Fr> = OnceLock::new();
+    *D.get_or_init(|| nullifier(&Fr::from(0u64), &Fr::from(0u64)))
+}
+
+/// A rule of the DvP statements. [`Rule::name`] is what a failure message says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// An amount is below 10^36.
+    AmountRange,
+    /// A leaf index is below 256.
+    LeafIndex,
+    /// A published nullifier is `H(sk, index)` of its slot.
+    Nullifier,
+    /// A spent note is a leaf of the tree with the published root (a join-split slot is exempt
+    /// only when it is a dummy).
+    NoteInTree,
+    /// A slot that publishes the dummy nullifier carries no amount.
+    DummySlot,
+    /// No two slots publish the same nullifier, except dummies.
+    DistinctNullifiers,
+    /// Slot 0 holds a note whenever the input total is not zero (the revert note goes to its
+    /// key).
+    RevertOwner,
+    /// An output commitment is the note of its recipient, salt and amount.
+    OutputCommitment,
+    /// The revert commitment returns the input total (ERC-721: the NFT) to the spender.
+    RevertCommitment,
+    /// The outputs' total equals the inputs'.
+    ValueConservation,
+}
+
+impl Rule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::AmountRange => "amount below 10^36",
+            Rule::LeafIndex => "leaf index below 256",
+            Rule::Nullifier => "nullifier",
+            Rule::NoteInTree => "note in the tree",
+            Rule::DummySlot => "dummy slot carries no amount",
+            Rule::DistinctNullifiers => "distinct nullifiers",
+            Rule::RevertOwner => "slot 0 holds a note",
+            Rule::OutputCommitment => "output commitment",
+            Rule::RevertCommitment => "revert commitment",
+            Rule::ValueConservation => "value conservation",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A rule that a DvP statement's inputs break, with the field concerned (named as in the
+/// request, in snake case, e.g. `merkle_roots[3]`). The message never carries a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckFailure {
+    pub rule: Rule,
+    pub field: String,
+}
+
+impl CheckFailure {
+    pub(crate) fn new(rule: Rule, field: impl Into<String>) -> Self {
+        Self {
+            rule,
+            field: field.into(),
+        }
+    }
+}
+
+impl fmt::Display for CheckFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "check ({}) failed: {}", self.rule, self.field)
+    }
+}
+
+impl std::error::Error for CheckFailure {}
+
+/// `Ok(())` when `ok`, else the failure of `rule` at `field` (built only when needed).
+pub(crate) fn ensure(
+    ok: bool,
+    rule: Rule,
+    field: impl FnOnce() -> String,
+) -> Result<(), CheckFailure> {
+    if ok {
+        Ok(())
+    } else {
+        Err(CheckFailure::new(rule, field()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    #[test]
+    fn the_order_of_the_chain_matters() {
+        let (a, b, c, d) = (
+            Fr::from(1u64),
+            Fr::from(2u64),
+            Fr::from(3u64),
+            Fr::from(4u64),
+        );
+        assert_ne!(
+            erc20_commitment(&a, &b, &c, &d),
+            erc20_commitment(&b, &a, &c, &d)
+        );
+        assert_ne!(
+            erc20_commitment(&a, &b, &c, &d),
+            erc20_commitment(&a, &b, &d, &c)
+        );
+        assert_ne!(
+            erc1155_commitment(&a, &b, &c, &d, &a),
+            erc1155_commitment(&a, &b, &d, &c, &a)
+        );
+        assert_ne!(erc721_commitment(&a, &b, &c), erc721_commitment(&b, &a, &c));
+    }
+
+    /// dvp.md: the reference's hard-coded dummy nullifier is exactly H(0, 0).
+    #[test]
+    fn dummy_nullifier_is_the_references() {
+        assert_eq!(
+            dummy_nullifier(),
+            Fr::from_str(
+                "14744269619966411208579211824598458697587494354926760081771325075741142829156"
+            )
+            .unwrap()
+        );
+    }
+
+    #[test]
+    fn failure_messages_name_the_rule_and_the_field() {
+        let failure = CheckFailure::new(Rule::NoteInTree, "merkle_roots[3]");
+        assert_eq!(
+            failure.to_string(),
+            "check (note in the tree) failed: merkle_roots[3]"
+        );
+    }
 }

@@ -17,6 +17,7 @@ use crate::{
     babyjubjub::constraints::{fixed_base_msm, pedersen, Generator, PointVar},
     bits::alloc_bits,
     dvp::{constraints as dvp_gadget, WITHDRAW_SLOTS},
+    keys::constraints as keys,
     modl::{self, constraints as modl_gadgets},
     poseidon::{self, constraints as poseidon_gadget},
     Fr,
@@ -194,9 +195,7 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         }
 
         // 6. public_keys[s] = Poseidon(sk, sk) mod L.
-        modl_gadgets::reduce(&poseidon_gadget::hash(&[secret_key.clone(), secret_key])?)?
-            .remainder
-            .enforce_equal(&select(&selectors, &public_keys))?;
+        keys::public_key(&secret_key)?.enforce_equal(&select(&selectors, &public_keys))?;
 
         // 7. previous_commits[s] = Pedersen(B, R). R·H depends only on R mod L, so the scalar is
         //    R's exact remainder (251 bits) rather than its canonical 254-bit decomposition.
@@ -310,7 +309,7 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
                 let pk = private(&|t| deposit(t).pk)?;
                 let salt_out = private(&|t| deposit(t).salt_out)?;
                 let address = private(&|t| deposit(t).address)?;
-                dvp_gadget::commitment_hash(&pk, &salt_out, &amount, &address)?
+                dvp_gadget::erc20_commitment(&pk, &salt_out, &amount, &address)?
                     .enforce_equal(&dvp_hashes[0])?;
             }
             Kind::Withdraw => {
@@ -319,10 +318,9 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
                     let sk = private(&|t| withdraw(t).sk_deposits[j])?;
                     let salt = private(&|t| withdraw(t).salts_in[j])?;
                     let value = private(&|t| withdraw(t).v_per_deposit[j])?;
-                    let owner_key =
-                        modl_gadgets::reduce(&poseidon_gadget::hash(&[sk.clone(), sk])?)?.remainder;
+                    let owner_key = keys::public_key(&sk)?;
                     let computed =
-                        dvp_gadget::commitment_hash(&owner_key, &salt, &value, &address)?;
+                        dvp_gadget::erc20_commitment(&owner_key, &salt, &value, &address)?;
                     // [v ≠ 0]·(hash − computed) = 0: an empty slot's hash is free, as in the reference.
                     let used = !value.is_zero()?;
                     FpVar::from(used).mul_equals(&(hash - computed), &FpVar::zero())?;
@@ -588,7 +586,7 @@ mod tests {
             unreachable!()
         };
         let someone_elses_key = crate::payment::public_key(&w.sk_deposits[0]) + Fr::ONE;
-        w.hashes[0] = crate::dvp::commitment_hash(
+        w.hashes[0] = crate::dvp::erc20_commitment(
             &someone_elses_key,
             &w.salts_in[0],
             &w.v_per_deposit[0],

@@ -261,9 +261,7 @@ pub fn hashed_shared_secret(shared_secret: &Fr) -> Fr {
 }
 
 /// `Poseidon(sk, sk) mod L` (check 6, and the owner key of a withdrawn deposit in check 15).
-pub fn public_key(secret_key: &Fr) -> Fr {
-    modl::reduce(&poseidon::hash(&[*secret_key, *secret_key]))
-}
+pub use crate::keys::public_key;
 
 /// Random factors of check 14, given the sender's index.
 pub fn random_factors(shared_secrets: &[Fr], block_number: &Fr, sender: usize) -> Vec<Fr> {
@@ -472,13 +470,13 @@ impl PaymentInputs {
         match &self.dvp {
             Dvp::None => {}
             Dvp::Deposit(d) => ensure(
-                d.hash == dvp::commitment_hash(&d.pk, &d.salt_out, &v, &d.address),
+                d.hash == dvp::erc20_commitment(&d.pk, &d.salt_out, &v, &d.address),
                 15,
             )?,
             Dvp::Withdraw(w) => ensure_all(&w.hashes, 15, "hashes", |j, h| {
                 w.v_per_deposit[j] == Fr::ZERO
                     || *h
-                        == dvp::commitment_hash(
+                        == dvp::erc20_commitment(
                             &public_key(&w.sk_deposits[j]),
                             &w.salts_in[j],
                             &w.v_per_deposit[j],
@@ -597,7 +595,7 @@ impl PaymentInputs {
             Kind::Deposit => {
                 let (pk, salt_out) = (Fr::rand(rng), Fr::rand(rng));
                 Dvp::Deposit(Deposit {
-                    hash: dvp::commitment_hash(&pk, &salt_out, &amount, &address),
+                    hash: dvp::erc20_commitment(&pk, &salt_out, &amount, &address),
                     pk,
                     address,
                     salt_out,
@@ -617,7 +615,7 @@ impl PaymentInputs {
                 for j in (0..WITHDRAW_SLOTS).filter(|&j| w.v_per_deposit[j] != Fr::ZERO) {
                     w.sk_deposits[j] = modl::reduce(&Fr::rand(rng));
                     w.salts_in[j] = Fr::rand(rng);
-                    w.hashes[j] = dvp::commitment_hash(
+                    w.hashes[j] = dvp::erc20_commitment(
                         &public_key(&w.sk_deposits[j]),
                         &w.salts_in[j],
                         &w.v_per_deposit[j],
