@@ -18,6 +18,8 @@
 //! report a failed rule with [`CheckFailure`].
 
 pub mod constraints;
+pub mod join_split;
+pub mod ownership;
 
 use std::{fmt, sync::OnceLock};
 
