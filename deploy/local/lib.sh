@@ -9,7 +9,8 @@
 #   CIRCUITS=transfer-k6   statements each replica hosts (--circuits); passed only if the
 #                          server has the flag, else every statement loads (slower start).
 #                          CIRCUITS= (empty) loads every statement.
-#   SERVER_BIN=target/debug/enygma-server  KEYS_DIR=keys (shared by the replicas, read only)
+#   SERVER_BIN (else $ENYGMA_SERVER_BIN, else target/debug/enygma-server)
+#   KEYS_DIR=keys          shared by the replicas, which only read it
 #   WORK=<new temp dir>    configs, logs and Prometheus' data
 #   READY_TIMEOUT=600      seconds for every replica to load its keys
 #   RETRIES=6 BALANCER_QUEUE_TIMEOUT=120s
@@ -25,7 +26,7 @@ QUEUE_DEPTH="${QUEUE_DEPTH:-2}"
 QUEUE_TIMEOUT="${QUEUE_TIMEOUT:-120s}"
 DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-60s}"
 CIRCUITS="${CIRCUITS-transfer-k6}"
-SERVER_BIN="${SERVER_BIN:-$REPO_DIR/target/debug/enygma-server}"
+SERVER_BIN="${SERVER_BIN:-${ENYGMA_SERVER_BIN:-$REPO_DIR/target/debug/enygma-server}}"
 KEYS_DIR="${KEYS_DIR:-$REPO_DIR/keys}"
 READY_TIMEOUT="${READY_TIMEOUT:-600}"
 RETRIES="${RETRIES:-6}"

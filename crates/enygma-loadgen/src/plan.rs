@@ -532,7 +532,6 @@ patches:
       metadata:
         name: enygma-server
       spec:
-        replicas: {min}
         template:
           spec:
             containers:
