@@ -17,6 +17,13 @@ pub struct Workload {
     pub window_hours: f64,
 }
 
+impl Workload {
+    /// The daily volume spread evenly over the window.
+    pub fn average_rps(&self) -> f64 {
+        self.daily_volume as f64 / (self.window_hours * 3600.0)
+    }
+}
+
 /// The UK's CHAPS: 210,483 payments a day, settled 06:00-18:00.
 pub fn chaps() -> Workload {
     Workload {
@@ -82,7 +89,7 @@ pub fn plan(w: &Workload, throughput_rps: f64, peak_factor: Option<f64>) -> Resu
     if !(w.window_hours > 0.0 && w.window_hours <= 24.0) {
         bail!("operating window must be between 0 and 24 hours");
     }
-    let average_rps = w.daily_volume as f64 / (w.window_hours * 3600.0);
+    let average_rps = w.average_rps();
     let design_rps = average_rps * peak_factor.unwrap_or(1.0);
     // Tolerate float noise so that an exact fit does not round up to one more machine.
     let machines = ((design_rps / throughput_rps) - 1e-9).ceil().max(1.0) as u64;
@@ -325,10 +332,7 @@ pub fn profile_from_report(
 
 /// `chaps`, `fedwire` (their daily average over the operating window) or a rate in req/s.
 pub fn parse_rate(s: &str) -> Result<(String, f64)> {
-    let average = |w: Workload| {
-        let rps = w.daily_volume as f64 / (w.window_hours * 3600.0);
-        (w.name, rps)
-    };
+    let average = |w: Workload| (w.name.clone(), w.average_rps());
     match s.trim().to_ascii_lowercase().as_str() {
         "chaps" => Ok(average(chaps())),
         "fedwire" => Ok(average(fedwire())),
@@ -505,7 +509,7 @@ pub fn render_deployment(p: &DeploymentPlan) -> String {
     );
     let _ = writeln!(
         s,
-        "\nThe same as an overlay: add --kustomize. Not included: growth, retries beyond the shed ones, and bursts above the peak factor; a replica hosting fewer statements (--circuits) needs less memory."
+        "\nThe same as an overlay: add --kustomize. Not included: growth, and bursts above the peak factor. A replica hosting fewer statements (--circuits) needs less memory: plan from its own report."
     );
     s
 }

@@ -33,7 +33,7 @@ from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
 
 HERE = Path(__file__).resolve().parent
 CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject")}
-# The container's drain: `preStop` sleep, then SIGTERM and up to --drain-timeout of draining.
+# The threshold line of EnygmaP99OverQueueTimeout's expression (`> 10`): the queue timeout.
 QUEUE_TIMEOUT_ALERT = re.compile(r"^\s*> (\d+(?:\.\d+)?)\s*$", re.M)
 
 
@@ -96,6 +96,7 @@ def deployment_rules(d: dict) -> list[str]:
     probes = {p: c.get(p, {}).get("httpGet", {}).get("path") for p in ("startupProbe", "readinessProbe", "livenessProbe")}
     if probes != {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/livez"}:
         errs.append(f"probes must be startup /readyz, readiness /readyz, liveness /livez: {probes}")
+    # The drain: `preStop` sleep, then SIGTERM and up to --drain-timeout of draining.
     pre_stop = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
     pause = float(pre_stop[-1]) if pre_stop[:1] == ["/bin/sleep"] else 0.0
     drain = seconds(env.get("ENYGMA_DRAIN_TIMEOUT", "60s"))
@@ -190,9 +191,6 @@ def alert_queue_timeout(rules_file: Path) -> float:
 
 def self_test(docs: list[dict], version: str, alert_timeout: float) -> list[str]:
     """Each break must be reported; returns the breaks that were not."""
-
-    def first(kind):
-        return next(d for d in docs if d["kind"] == kind)
 
     def container(ds):
         return first_in(ds, "Deployment")["spec"]["template"]["spec"]["containers"][0]
