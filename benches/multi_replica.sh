@@ -73,7 +73,7 @@ sample_triggers() { # every 5 s until killed: time, then per trigger value and d
       value=$(local_prom_query "$query" | "$VENV/bin/python" -c '
 import json, sys
 r = json.load(sys.stdin)["data"]["result"]
-print(r[0]["value"][1] if r else "")')
+print(r[0]["value"][1] if r else "")' 2>/dev/null)
       [ -n "$value" ] && echo "$((SECONDS - t0)),$name,$value,$threshold,$(python3 -c "import math,sys; print(math.ceil(float(sys.argv[1]) / float(sys.argv[2]) - 1e-9))" "$value" "$threshold")" >>"$OUT/triggers.csv"
     done <"$WORK/triggers.tsv"
     sleep 5
@@ -135,7 +135,7 @@ r = json.load(open(f"{out}/load/report.json"))
 lines = []
 w = lines.append
 w("# Multi-replica run: $REPLICAS replicas behind HAProxy (deploy/local/)\n")
-w(f"- Machine: {r['machine']['cpu_model']} ($cpu), {r['machine']['logical_cpus']} logical CPUs, {r['machine']['mem_total_mb']} MB")
+w(f"- Machine: $cpu (lscpu), {r['machine']['logical_cpus']} logical CPUs, {r['machine']['mem_total_mb']} MB")
 w(f"- Date: {r['generated_at']}; build: $PROFILE; commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')")
 w("- Replicas: $REPLICAS x \`$(echo "${REPLICA_ARGS[@]}" | sed "s|$PWD/||g; s|--port [0-9]*|--port P|")\`")
 w("- Balancer: HAProxy, \`balance leastconn\`, health check \`GET /readyz\`, \`retry-on 503 conn-failure empty-response\`, \`option redispatch 1\`, \`retries $RETRIES\`, maxconn $((MAX_INFLIGHT + QUEUE_DEPTH)) per replica ([haproxy.cfg](haproxy.cfg))")
@@ -165,7 +165,7 @@ for name in sorted({x["trigger"] for x in rows}):
     vals = [x for x in rows if x["trigger"] == name]
     if vals:
         top = max(vals, key=lambda x: float(x["value"]))
-        w(f"ScaledObject trigger \`{name}\` (threshold {top['threshold']}), sampled every 5 s: max {float(top['value']):.2f}, i.e. KEDA would want {top['replicas_wanted']} replicas ([triggers.csv](triggers.csv)).")
+        w(f"ScaledObject trigger \`{name}\` (threshold {top['threshold']}), sampled every 5 s: max {float(top['value']):.2f}, i.e. KEDA would want {top['replicas_wanted']} replica(s) ([triggers.csv](triggers.csv)).")
 w("\n## Phase 2: burst with one replica SIGKILLed and one SIGTERMed\n")
 b = list(csv.DictReader(open(f"{out}/burst.csv")))
 codes = collections.Counter(x["status"] for x in b)
