@@ -129,7 +129,7 @@ gzip -c "$WORK/haproxy-load.log" >"$OUT/haproxy-load.log.gz"
 for ((i = 1; i <= REPLICAS; i++)); do gzip -c "$WORK/replica-$i.log" >"$OUT/replica-$i.log.gz"; done
 
 "$VENV/bin/python" - "$OUT" <<PY
-import csv, json, math, re, sys, collections
+import collections, csv, gzip, json, math, re, sys
 out = sys.argv[1]
 r = json.load(open(f"{out}/load/report.json"))
 lines = []
@@ -138,19 +138,23 @@ w("# Multi-replica run: $REPLICAS replicas behind HAProxy (deploy/local/)\n")
 w(f"- Machine: $cpu (lscpu), {r['machine']['logical_cpus']} logical CPUs, {r['machine']['mem_total_mb']} MB")
 w(f"- Date: {r['generated_at']}; build: $PROFILE; commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')")
 w("- Replicas: $REPLICAS x \`$(echo "${REPLICA_ARGS[@]}" | sed "s|$PWD/||g; s|--port [0-9]*|--port P|")\`")
-w("- Balancer: HAProxy, \`balance leastconn\`, health check \`GET /readyz\`, \`retry-on 503 conn-failure empty-response\`, \`option redispatch 1\`, \`retries $RETRIES\`, maxconn $((MAX_INFLIGHT + QUEUE_DEPTH)) per replica ([haproxy.cfg](haproxy.cfg))")
+w("- Balancer: HAProxy, \`balance leastconn\`, health check \`GET /readyz\`, \`retry-on 503 conn-failure empty-response\`, \`option redispatch 1\`, \`retries $RETRIES\`, maxconn $BALANCER_MAXCONN per replica ([haproxy.cfg](haproxy.cfg))")
 w("- **Shared machine**: other engineers were compiling on the same 2 cores during this run (load average $load_before before, $load_after after). $REPLICAS replicas x $PROVE_THREADS prove thread on 2 cores also oversubscribe the CPUs by design: this run measures distribution and fault handling, not the capacity of a replica (see benches/results/2026-12-03-amd-epyc/ab.md for that).")
 w("- Reproduce: \`LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP BURST=$BURST benches/multi_replica.sh\`\n")
 w("## Phase 1: closed-loop load through the balancer\n")
-w("| In flight | Throughput (proofs/s) | p50 (ms) | p99 (ms) | max (ms) | Errors |")
-w("|---:|---:|---:|---:|---:|---|")
+w("| In flight | Throughput (proofs/s) | p50 (ms) | p99 (ms) | max (ms) | prove p50 (ms, server) | queue wait p50 (ms, server) | Errors |")
+w("|---:|---:|---:|---:|---:|---:|---:|---|")
+nan = float("nan")
 for l in r["levels"]:
     lat = l["latency_ms"] or {}
+    prove = l.get("internal_prove_ms") or {}
+    wait = l.get("queue_wait_ms") or {}
     errs = ", ".join(f"{v} x {k}" for k, v in l["errors"].items()) or "0"
-    w(f"| {l['concurrency']} | {l['throughput_rps']:.2f} | {lat.get('p50', float('nan')):.0f} | {lat.get('p99', float('nan')):.0f} | {lat.get('max', float('nan')):.0f} | {errs} |")
+    w(f"| {l['concurrency']} | {l['throughput_rps']:.2f} | {lat.get('p50', nan):.0f} | {lat.get('p99', nan):.0f} | {lat.get('max', nan):.0f} | {prove.get('p50', nan):.0f} | {wait.get('p50', nan):.0f} | {errs} |")
+w("\nThe balancer lets each replica hold $BALANCER_MAXCONN (maxconn = slots + 1) and queues the rest: latency above $((REPLICAS * MAX_INFLIGHT)) in flight is mostly waiting. A proof's own time (prove p50) shows how much CPU the replicas got on the shared machine.")
 per = collections.Counter()
 retried = 0
-for line in open("$WORK/haproxy-load.log"):
+for line in gzip.open(f"{out}/haproxy-load.log.gz", "rt"):
     m = re.search(r"server=(\S+) status=(\d+) retries=(\S+).*path=/generateProof", line)
     if m:
         if m.group(2) == "200":

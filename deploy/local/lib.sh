@@ -5,7 +5,8 @@
 # start; every process started here is stopped by local_stop (call it from an EXIT trap).
 #
 # Settings (environment, with defaults):
-#   REPLICAS=3 MAX_INFLIGHT=1 PROVE_THREADS=1 QUEUE_DEPTH=2 QUEUE_TIMEOUT=120s DRAIN_TIMEOUT=60s
+#   REPLICAS=3 MAX_INFLIGHT=1 PROVE_THREADS=1 QUEUE_DEPTH=4 QUEUE_TIMEOUT=120s DRAIN_TIMEOUT=60s
+#   BALANCER_MAXCONN=MAX_INFLIGHT+1  requests the balancer lets a replica hold (haproxy.cfg.in)
 #   CIRCUITS=transfer-k6   statements each replica hosts (--circuits); passed only if the
 #                          server has the flag, else every statement loads (slower start).
 #                          CIRCUITS= (empty) loads every statement.
@@ -22,7 +23,7 @@ source "$REPO_DIR/deploy/tools.sh"
 REPLICAS="${REPLICAS:-3}"
 MAX_INFLIGHT="${MAX_INFLIGHT:-1}"
 PROVE_THREADS="${PROVE_THREADS:-1}"
-QUEUE_DEPTH="${QUEUE_DEPTH:-2}"
+QUEUE_DEPTH="${QUEUE_DEPTH:-4}"
 QUEUE_TIMEOUT="${QUEUE_TIMEOUT:-120s}"
 DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-60s}"
 CIRCUITS="${CIRCUITS-transfer-k6}"
@@ -30,6 +31,7 @@ SERVER_BIN="${SERVER_BIN:-${ENYGMA_SERVER_BIN:-$REPO_DIR/target/debug/enygma-ser
 KEYS_DIR="${KEYS_DIR:-$REPO_DIR/keys}"
 READY_TIMEOUT="${READY_TIMEOUT:-600}"
 RETRIES="${RETRIES:-6}"
+BALANCER_MAXCONN="${BALANCER_MAXCONN:-$((MAX_INFLIGHT + 1))}"
 BALANCER_QUEUE_TIMEOUT="${BALANCER_QUEUE_TIMEOUT:-120s}"
 RULES_FILE="$REPO_DIR/deploy/kubernetes/monitoring/alerts.rules.yml"
 
@@ -115,7 +117,7 @@ local_start_balancer() {
     servers+="    server r$((i + 1)) 127.0.0.1:${REPLICA_PORTS[i]}"$'\n'
   done
   sed -e "s|@BALANCER_PORT@|$BALANCER_PORT|" -e "s|@STATS_PORT@|$STATS_PORT|" \
-    -e "s|@RETRIES@|$RETRIES|" -e "s|@SERVER_MAXCONN@|$((MAX_INFLIGHT + QUEUE_DEPTH))|" \
+    -e "s|@RETRIES@|$RETRIES|" -e "s|@SERVER_MAXCONN@|$BALANCER_MAXCONN|" \
     -e "s|@BALANCER_QUEUE_TIMEOUT@|$BALANCER_QUEUE_TIMEOUT|" \
     "$LOCAL_DIR/haproxy.cfg.in" | awk -v s="$servers" '/^@SERVERS@$/ { printf "%s", s; next } { print }' \
     >"$WORK/haproxy.cfg"
