@@ -136,7 +136,7 @@ lines = []
 w = lines.append
 w("# Multi-replica run: $REPLICAS replicas behind HAProxy (deploy/local/)\n")
 w(f"- Machine: $cpu (lscpu), {r['machine']['logical_cpus']} logical CPUs, {r['machine']['mem_total_mb']} MB")
-w(f"- Date: {r['generated_at']}; build: $PROFILE; commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')")
+w(f"- Date: {r['generated_at']}; build: $PROFILE; commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates deploy benches/multi_replica.sh || echo ' + uncommitted changes')")
 w("- Replicas: $REPLICAS x \`$(echo "${REPLICA_ARGS[@]}" | sed "s|$PWD/||g; s|--port [0-9]*|--port P|")\`")
 w("- Balancer: HAProxy, \`balance leastconn\`, health check \`GET /readyz\`, \`retry-on 503 conn-failure empty-response\`, \`option redispatch 1\`, \`retries $RETRIES\`, maxconn $BALANCER_MAXCONN per replica ([haproxy.cfg](haproxy.cfg))")
 w("- **Shared machine**: other engineers were compiling on the same 2 cores during this run (load average $load_before before, $load_after after). $REPLICAS replicas x $PROVE_THREADS prove thread on 2 cores also oversubscribe the CPUs by design: this run measures distribution and fault handling, not the capacity of a replica (see benches/results/2026-12-03-amd-epyc/ab.md for that).")
