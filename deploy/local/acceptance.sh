@@ -35,7 +35,8 @@ check() { # check DESCRIPTION COMMAND...
   fi
 }
 
-trap local_stop EXIT
+# Stop everything started here; keep the logs (WORK) only when something failed.
+trap 'local_stop; if [ "$failed" = 0 ] && [ "$passed" -gt 0 ]; then rm -rf "$WORK"; fi' EXIT
 need_venv
 local_up
 
@@ -150,7 +151,7 @@ rules_ok=no
 [[ "$rules_health" =~ ^[1-9][0-9]*\ rules,\ all\ evaluated\ without\ error$ ]] && rules_ok=yes
 check "alert rules loaded and evaluated by Prometheus ($rules_health)" test $rules_ok = yes
 dash=$("$VENV/bin/python" - deploy/kubernetes/monitoring/dashboard.json "$PROMETHEUS_URL" <<'PY'
-import json, sys, urllib.parse, urllib.request
+import json, sys, urllib.error, urllib.parse, urllib.request
 d = json.load(open(sys.argv[1]))
 subst = {"$__rate_interval": "1m", "$__range": "5m", "$namespace": ".*", "$component": ".*"}
 ok = empty = 0
@@ -161,7 +162,10 @@ for p in d["panels"]:
         for k, v in subst.items():
             q = q.replace(k, v)
         url = sys.argv[2] + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
-        a = json.load(urllib.request.urlopen(url, timeout=10))
+        try:
+            a = json.load(urllib.request.urlopen(url, timeout=10))
+        except urllib.error.HTTPError as e:  # a query Prometheus refuses: 400 with its error
+            a = json.load(e)
         if a["status"] != "success":
             errors.append(f"{p['title']}: {a.get('error')}")
         elif a["data"]["result"]:
@@ -172,8 +176,10 @@ print(f"{ok} with data, {empty} empty", "; errors: " + "; ".join(errors) if erro
 PY
 )
 echo "dashboard queries: $dash (the RSS panel reads cAdvisor and kube-state-metrics, absent here)"
-check "every dashboard query evaluates" test "${dash/errors:/}" = "$dash"
+dash_ok=no
+[[ "$dash" =~ ^[0-9]+\ with\ data,\ [0-9]+\ empty\ *$ ]] && dash_ok=yes
+check "every dashboard query evaluates" test $dash_ok = yes
 
-echo "logs and configs: $WORK"
+[ "$failed" = 0 ] || echo "logs and configs: $WORK"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
