@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's whole test suite, from a fresh clone: builds what the tests start, creates the
 # development keys if they are missing, runs the Rust tests, then checks our proofs with
-# independent verifiers (snarkjs, and the exported Solidity verifier in an EVM).
+# independent verifiers (snarkjs, and the exported Solidity verifier in an EVM), then the
+# deployment: Kubernetes manifests, alert rules, and a multi-replica acceptance test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +20,10 @@ export ENYGMA_SERVER_BIN="${ENYGMA_SERVER_BIN:-$bin/enygma-server}"
 cargo test --workspace
 
 bash verifier-tests/run.sh
+
+# Deployment (deploy/README.md): the Kubernetes overlays render and validate offline and the alert
+# rules pass promtool's tests; then 3 replicas behind HAProxy answer a burst with one replica
+# killed and one drained. Both install what they need (Debian's haproxy and prometheus, PyPI's
+# kubernetes-validate, npm's KEDA models).
+bash deploy/kubernetes/validate.sh
+bash deploy/local/acceptance.sh

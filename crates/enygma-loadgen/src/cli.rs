@@ -273,6 +273,31 @@ pub struct PlanArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Plan a deployment for this average rate: `chaps`, `fedwire` or requests per second.
+    /// Needs --from-report (the replica's settings and what it sustained); sized for
+    /// --peak-factor times the rate.
+    #[arg(long, value_name = "chaps|fedwire|RPS", requires = "from_report", conflicts_with_all = ["throughput", "daily"])]
+    pub rate: Option<String>,
+    /// With --rate: the server's --queue-timeout; the queue depth is what one replica serves
+    /// within it. 10s is what deploy/kubernetes/ and its alert rules use.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = dur, requires = "rate")]
+    pub queue_timeout: Duration,
+    /// With --rate: the share of a replica's sustained rate and proof slots to plan for (the
+    /// rest absorbs bursts while the autoscaler adds replicas).
+    #[arg(long, value_name = "U", default_value_t = 0.8, requires = "rate")]
+    pub utilization: f64,
+    /// With --rate: the replica's --max-inflight, when the report's server command does not
+    /// name it (e.g. a report of a server started by hand).
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub max_inflight: Option<u32>,
+    /// With --rate: the replica's --prove-threads, when the report's server command does not
+    /// name it.
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub prove_threads: Option<u32>,
+    /// With --rate: print a kustomize overlay (kustomization.yaml on top of
+    /// deploy/kubernetes/overlays/keda) instead of the plan.
+    #[arg(long, requires = "rate", conflicts_with = "json")]
+    pub kustomize: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -410,5 +435,29 @@ mod tests {
             panic!()
         };
         assert_eq!((p.throughput, p.peak_factor), (Some(1.5), Some(2.0)));
+        // A deployment plan needs the report (settings and measurements), not just a rate.
+        let plan = |extra: &[&str]| {
+            Cli::try_parse_from(["enygma-loadgen", "plan"].iter().chain(extra).copied())
+        };
+        assert!(plan(&["--rate", "chaps"]).is_err());
+        assert!(plan(&["--rate", "chaps", "--throughput", "1", "--from-report", "r"]).is_err());
+        assert!(plan(&["--from-report", "r", "--kustomize"]).is_err());
+        let c = plan(&[
+            "--from-report",
+            "r",
+            "--rate",
+            "fedwire",
+            "--queue-timeout",
+            "5s",
+        ])
+        .unwrap();
+        let Command::Plan(p) = c.command else {
+            panic!()
+        };
+        assert_eq!(p.rate.as_deref(), Some("fedwire"));
+        assert_eq!(
+            (p.queue_timeout, p.utilization),
+            (Duration::from_secs(5), 0.8)
+        );
     }
 }

@@ -1,0 +1,261 @@
+"""Renders every kustomization under deploy/kubernetes/ with `kubectl kustomize` and validates
+what it renders, offline:
+
+- built-in kinds against the Kubernetes OpenAPI schemas of the target version, strictly
+  (unknown fields are errors), with the `kubernetes-validate` package;
+- KEDA ScaledObjects against KEDA's CRD schema (scaledobjects.mjs, @kubernetes-models/keda),
+  and their HPA `behavior` as the autoscaling/v2 type it is;
+- what no schema knows but the service needs (`rules`): the autoscaler scales a Deployment
+  of the same render on queries that select that Deployment's own pods; probes, drain,
+  read-only keys and resources agree with the server's flags; the alert rules' queue timeout is
+  the Deployment's.
+
+Any other kind without a schema is an error. `--self-test` breaks rendered manifests in known
+ways and checks that each break is reported (the validator itself can fail).
+
+Usage: python validate.py --kubernetes-version 1.32.0 [--self-test] DIR...
+Prints one line per checked kustomization and a closing `N passed, N failed`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import yaml
+from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+
+HERE = Path(__file__).resolve().parent
+CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject")}
+# The threshold line of EnygmaP99OverQueueTimeout's expression (`> 10`): the queue timeout.
+QUEUE_TIMEOUT_ALERT = re.compile(r"^\s*> (\d+(?:\.\d+)?)\s*$", re.M)
+
+
+def render(directory: Path) -> list[dict]:
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], check=True, capture_output=True, text=True
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def seconds(value: str) -> float:
+    """`60s`, `1500ms`, `2m` or bare seconds, as the server's --drain-timeout parses them."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", value)
+    if not m:
+        raise ValueError(f"duration {value!r}")
+    return float(m.group(1)) * {"ms": 1e-3, "s": 1, None: 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def quantity(value) -> float:
+    """Kubernetes quantities as used here: CPUs (`2`, `500m`) and bytes (`512Mi`)."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(m|Ki|Mi|Gi)?", str(value))
+    if not m:
+        raise ValueError(f"quantity {value!r}")
+    return float(m.group(1)) * {None: 1, "m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}[m.group(2)]
+
+
+def schema_errors(doc: dict, version: str) -> list[str]:
+    try:
+        kubernetes_validate.validate(doc, version, strict=True)
+    except ValidationError as e:
+        return [f"{'/'.join(map(str, e.path))}: {e.message}"]
+    except SchemaNotFoundError:
+        return [f"no schema for {doc.get('apiVersion')} {doc.get('kind')} in Kubernetes {version}"]
+    return []
+
+
+def scaledobject_errors(docs: list[dict]) -> list[list[str]]:
+    if not docs:
+        return []
+    out = subprocess.run(
+        ["node", str(HERE / "scaledobjects.mjs")],
+        input=json.dumps(docs),
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=HERE,
+    ).stdout
+    return [r["errors"] for r in json.loads(out)]
+
+
+def env_of(container: dict) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def deployment_rules(d: dict) -> list[str]:
+    errs = []
+    pod = d["spec"]["template"]["spec"]
+    (c,) = [c for c in pod["containers"] if c["name"] == "enygma-server"]
+    env = env_of(c)
+    probes = {p: c.get(p, {}).get("httpGet", {}).get("path") for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+    if probes != {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/livez"}:
+        errs.append(f"probes must be startup /readyz, readiness /readyz, liveness /livez: {probes}")
+    # The drain: `preStop` sleep, then SIGTERM and up to --drain-timeout of draining.
+    pre_stop = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+    pause = float(pre_stop[-1]) if pre_stop[:1] == ["/bin/sleep"] else 0.0
+    drain = seconds(env.get("ENYGMA_DRAIN_TIMEOUT", "60s"))
+    grace = pod.get("terminationGracePeriodSeconds", 30)
+    if not grace > pause + drain:
+        errs.append(f"terminationGracePeriodSeconds {grace} must exceed preStop {pause} s + drain timeout {drain} s")
+    if "--require-keys" not in c.get("args", []) and env.get("ENYGMA_REQUIRE_KEYS") not in ("true", "1"):
+        errs.append("production pods must run with --require-keys (never create keys in a pod)")
+    mounts = {m["name"]: m for m in c.get("volumeMounts", [])}
+    keys_dir = env.get("ENYGMA_KEYS_DIR")
+    key_mounts = [m for m in mounts.values() if m["mountPath"] == keys_dir]
+    if not key_mounts or not key_mounts[0].get("readOnly"):
+        errs.append(f"the keys dir {keys_dir} must be a read-only volume mount")
+    else:
+        (vol,) = [v for v in pod.get("volumes", []) if v["name"] == key_mounts[0]["name"]]
+        if "persistentVolumeClaim" in vol and not vol["persistentVolumeClaim"].get("readOnly"):
+            errs.append("the keys claim must be mounted readOnly")
+    slots = int(env.get("ENYGMA_MAX_INFLIGHT", "0")) * int(env.get("ENYGMA_PROVE_THREADS", "0"))
+    res = c.get("resources", {})
+    cpu = quantity(res.get("requests", {}).get("cpu", 0))
+    if slots == 0 or cpu != slots:
+        errs.append(f"CPU request {cpu} must be --max-inflight x --prove-threads = {slots} (both set explicitly)")
+    for r in ("cpu", "memory"):
+        if quantity(res.get("limits", {}).get(r, 0)) < quantity(res.get("requests", {}).get(r, 0)):
+            errs.append(f"{r} limit below its request")
+    component = d["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/component")
+    circuits = env.get("ENYGMA_CIRCUITS")
+    if component != "prover" and circuits != component:
+        errs.append(f"a Deployment of component {component} must host that statement (ENYGMA_CIRCUITS={circuits})")
+    return errs
+
+
+def scaledobject_rules(so: dict, deployments: dict[str, dict]) -> list[str]:
+    errs = []
+    target = so["spec"]["scaleTargetRef"]
+    d = deployments.get(target.get("name"))
+    if target.get("kind", "Deployment") != "Deployment" or d is None:
+        return [f"scaleTargetRef {target} is not a Deployment of this render"]
+    component = d["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+    namespace = so["metadata"].get("namespace")
+    for t in so["spec"]["triggers"]:
+        q = t["metadata"].get("query", "")
+        for selector in re.findall(r"\{([^}]*)\}", q):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', selector))
+            want = {"job": "enygma-server", "namespace": namespace, "component": component}
+            got = {k: labels.get(k) for k in want}
+            if got != want:
+                errs.append(f"trigger {t.get('name')}: selector {{{selector}}} must select {want}")
+        if t.get("metricType", "AverageValue") != "AverageValue":
+            errs.append(f"trigger {t.get('name')}: thresholds here are per replica (AverageValue)")
+    return errs
+
+
+def check(docs: list[dict], version: str, alert_timeout: float | None) -> list[str]:
+    errs = []
+    for d in docs:
+        if (d.get("apiVersion"), d.get("kind")) not in CRD_KINDS:
+            errs += [f"{d['kind']}/{d['metadata']['name']}: {e}" for e in schema_errors(d, version)]
+    scaled = [d for d in docs if (d.get("apiVersion"), d.get("kind")) in CRD_KINDS]
+    for so, so_errs in zip(scaled, scaledobject_errors(scaled)):
+        errs += [f"ScaledObject/{so['metadata']['name']}: {e}" for e in so_errs]
+        behavior = so["spec"].get("advanced", {}).get("horizontalPodAutoscalerConfig", {}).get("behavior")
+        if behavior is not None:
+            hpa = {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "behavior-of-" + so["metadata"]["name"]},
+                "spec": {"scaleTargetRef": so["spec"]["scaleTargetRef"], "maxReplicas": 1, "behavior": behavior},
+            }
+            errs += [f"ScaledObject/{so['metadata']['name']} behavior: {e}" for e in schema_errors(hpa, version)]
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    for name, d in deployments.items():
+        errs += [f"Deployment/{name}: {e}" for e in deployment_rules(d)]
+        env = env_of(d["spec"]["template"]["spec"]["containers"][0])
+        timeout = seconds(env.get("ENYGMA_QUEUE_TIMEOUT", "30s"))
+        if alert_timeout is not None and timeout != alert_timeout:
+            errs.append(f"Deployment/{name}: queue timeout {timeout} s, but EnygmaP99OverQueueTimeout uses {alert_timeout} s")
+    for so in scaled:
+        errs += [f"ScaledObject/{so['metadata']['name']}: {e}" for e in scaledobject_rules(so, deployments)]
+    for h in (d for d in docs if d["kind"] == "HorizontalPodAutoscaler"):
+        if h["spec"]["scaleTargetRef"]["name"] not in deployments:
+            errs.append(f"HorizontalPodAutoscaler/{h['metadata']['name']}: target is not a Deployment of this render")
+    return errs
+
+
+def alert_queue_timeout(rules_file: Path) -> float:
+    rules = yaml.safe_load(rules_file.read_text())
+    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == "EnygmaP99OverQueueTimeout"]
+    (value,) = QUEUE_TIMEOUT_ALERT.findall(rule["expr"])
+    return float(value)
+
+
+def self_test(docs: list[dict], version: str, alert_timeout: float) -> list[str]:
+    """Each break must be reported; returns the breaks that were not."""
+
+    def container(ds):
+        return first_in(ds, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+
+    def first_in(ds, kind):
+        return next(d for d in ds if d["kind"] == kind)
+
+    breaks = {
+        "unknown Deployment field": lambda ds: first_in(ds, "Deployment")["spec"].update(replica=3),
+        "Service port as a string": lambda ds: first_in(ds, "Service")["spec"]["ports"][0].update(port="3003"),
+        "ScaledObject threshold as a number": lambda ds: first_in(ds, "ScaledObject")["spec"]["triggers"][0]["metadata"].update(threshold=1.6),
+        "misspelt ScaledObject field": lambda ds: first_in(ds, "ScaledObject")["spec"].update(pollinInterval=15),
+        "bad HPA behavior in a ScaledObject": lambda ds: first_in(ds, "ScaledObject")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleUp"].update(window=1),
+        "query selecting another component": lambda ds: first_in(ds, "ScaledObject")["spec"]["triggers"][1]["metadata"].update(
+            query=first_in(ds, "ScaledObject")["spec"]["triggers"][1]["metadata"]["query"].replace('component="', 'component="x')),
+        "ScaledObject on a missing Deployment": lambda ds: first_in(ds, "ScaledObject")["spec"]["scaleTargetRef"].update(name="nope"),
+        "grace period within the drain": lambda ds: first_in(ds, "Deployment")["spec"]["template"]["spec"].update(terminationGracePeriodSeconds=60),
+        "keys mounted writable": lambda ds: container(ds)["volumeMounts"][0].pop("readOnly"),
+        "no --require-keys": lambda ds: container(ds).update(args=[]),
+        "CPU request other than the slots": lambda ds: container(ds)["resources"]["requests"].update(cpu="1"),
+        "liveness on /readyz": lambda ds: container(ds)["livenessProbe"]["httpGet"].update(path="/readyz"),
+        "queue timeout other than the alert's": lambda ds: [e.update(value="30s") for e in container(ds)["env"] if e["name"] == "ENYGMA_QUEUE_TIMEOUT"],
+        "unknown kind": lambda ds: ds.append({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+    }
+    missed = []
+    for name, brk in breaks.items():
+        broken = copy.deepcopy(docs)
+        brk(broken)
+        if not check(broken, version, alert_timeout):
+            missed.append(name)
+    return missed
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kubernetes-version", required=True)
+    p.add_argument("--rules", type=Path, required=True, help="the alert rules file")
+    p.add_argument("--self-test", metavar="DIR", type=Path, help="break this render in known ways")
+    p.add_argument("dirs", nargs="+", type=Path)
+    a = p.parse_args()
+    alert_timeout = alert_queue_timeout(a.rules)
+    passed = failed = 0
+    for d in a.dirs:
+        docs = render(d)
+        errs = check(docs, a.kubernetes_version, alert_timeout)
+        kinds = sorted({x["kind"] for x in docs})
+        if errs:
+            failed += 1
+            print(f"FAIL {d}: {len(docs)} objects")
+            for e in errs:
+                print(f"  {e}")
+        else:
+            passed += 1
+            print(f"ok   {d}: {len(docs)} objects ({', '.join(kinds)}) valid for Kubernetes {a.kubernetes_version}")
+    if a.self_test:
+        missed = self_test(render(a.self_test), a.kubernetes_version, alert_timeout)
+        if missed:
+            failed += 1
+            print(f"FAIL self-test: breaks not reported: {', '.join(missed)}")
+        else:
+            passed += 1
+            print(f"ok   self-test: every known break of {a.self_test} is reported")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
