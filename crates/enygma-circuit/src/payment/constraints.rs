@@ -627,7 +627,7 @@ mod tests {
         }
         assert_eq!(largest.check(), Ok(1));
         assert!(satisfied(&largest), "one deposit of 2^252 - 1");
-        // Ten deposits whose low halves all carry: 2^252 − 1 = 9·(2^252/10 rounded) + rest.
+        // Ten deposits of about 2^252 / 10 each, summing to 2^252 − 1.
         let mut spread = PaymentInputs::generate_withdraw(2, 1, &ten, 7, &mut rng);
         let part = Fr::from((num_bigint::BigUint::from(1u8) << 252u32) / 10u32 + 7u32);
         let mut parts = vec![part; WITHDRAW_SLOTS];
