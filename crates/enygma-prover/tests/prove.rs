@@ -133,6 +133,22 @@ fn generated_deposits_and_withdraws_of_every_k_prove_and_only_verify_as_themselv
     }
 }
 
+/// Withdraws claiming 1 and 10 deposits prove and verify (the circuit tests cover every count).
+#[test]
+fn withdraws_of_one_and_ten_deposits_prove() {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(45);
+    for notes in [vec![77], (1..=10).map(|i| i * 1_000_000_007).collect()] {
+        let inputs = PaymentInputs::generate_withdraw(2, 1, &notes, 5, &mut rng);
+        let body = request::to_request_json(&inputs).to_string();
+        let response = prove_and_verify(Kind::Withdraw, 2, body.as_bytes());
+        let zeros = response.public_signal[8 * 2 + 2..]
+            .iter()
+            .filter(|h| *h == "0")
+            .count();
+        assert_eq!(zeros, 10 - notes.len(), "empty slots are public zeros");
+    }
+}
+
 /// Every check of deposit and withdraw has a request that the prover refuses naming it.
 #[test]
 fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_named() {
@@ -240,6 +256,33 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
                 assert_eq!(
                     refused(&|v| bump(&mut v["saltsIn"][1])),
                     "check 15 (dvp hash) failed: hashes[1]"
+                );
+                // The reference proves the next three; they are refused naming the rule.
+                // Credited 30 for no deposit at all.
+                assert_eq!(
+                    refused(&|v| {
+                        for j in 0..10 {
+                            for field in ["hashes", "sk_deposits", "v_per_deposit", "saltsIn"] {
+                                v[field][j] = "0".into();
+                            }
+                        }
+                    }),
+                    "check 16 (withdrawn value) failed: \
+                     sender_tx_value must be the sum of v_per_deposit"
+                );
+                // An empty slot naming a deposit (for the contract to mark spent).
+                assert_eq!(
+                    refused(&|v| v["hashes"][7] = "12345".into()),
+                    "check 17 (empty deposit slot) failed: hashes[7]"
+                );
+                // The deposit of slot 0 claimed again in slot 1 (30 = 15 + 15 either way).
+                assert_eq!(
+                    refused(&|v| {
+                        for field in ["hashes", "sk_deposits", "v_per_deposit", "saltsIn"] {
+                            v[field][1] = v[field][0].clone();
+                        }
+                    }),
+                    "check 18 (distinct deposits) failed: hashes[0] and hashes[1]"
                 );
             }
             Dvp::None => unreachable!(),

@@ -798,6 +798,25 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     assert_eq!(r.status, 422, "{}", r.body);
     assert!(r.error().contains("check 15"), "{}", r.body);
     responses.push(r);
+    // A withdraw whose empty slot names a deposit hash: 422 naming check 17 and its slot.
+    let r = post(
+        server.addr,
+        "/generateProofWithdraw-2",
+        &with_field(&withdraw, |m| {
+            m["hashes"][7] = "12345".into();
+        }),
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.error()
+            .contains("check 17 (empty deposit slot) failed: hashes[7]"),
+        "{}",
+        r.body
+    );
+    responses.push(r);
     // A withdraw without its salts: 400 naming the field.
     let r = post(
         server.addr,

@@ -15,7 +15,7 @@ use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, Synthesis
 use super::{Dvp, Kind, PaymentInputs, RANDOM_FACTOR_BITS, VALUE_BITS};
 use crate::{
     babyjubjub::constraints::{fixed_base_msm, pedersen, Generator, PointVar},
-    bits::alloc_bits,
+    bits::{alloc_bits, enforce_integer_sum},
     dvp::{constraints as dvp_gadget, WITHDRAW_SLOTS},
     keys::constraints as keys,
     modl::{self, constraints as modl_gadgets},
@@ -314,17 +314,32 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
             }
             Kind::Withdraw => {
                 let address = private(&|t| withdraw(t).address)?;
-                for (j, hash) in dvp_hashes.iter().enumerate() {
+                // 16. Every claimed value below 2²⁵² (its bits) and v = Σ v_per_deposit over
+                //     the integers (a carry between 126-bit halves; see `bits`).
+                let value_bits = (0..WITHDRAW_SLOTS)
+                    .map(|j| {
+                        alloc_bits(
+                            cs.clone(),
+                            || value(&|t| withdraw(t).v_per_deposit[j]),
+                            VALUE_BITS,
+                        )
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                enforce_integer_sum(&value_bits, &amount_bits)?;
+                for (j, (bits, hash)) in value_bits.iter().zip(&dvp_hashes).enumerate() {
                     let sk = private(&|t| withdraw(t).sk_deposits[j])?;
                     let salt = private(&|t| withdraw(t).salts_in[j])?;
-                    let value = private(&|t| withdraw(t).v_per_deposit[j])?;
+                    let value = Boolean::le_bits_to_fp(bits)?;
                     let owner_key = keys::public_key(&sk)?;
                     let computed =
                         dvp_gadget::erc20_commitment(&owner_key, &salt, &value, &address)?;
-                    // [v ≠ 0]·(hash − computed) = 0: an empty slot's hash is free, as in the reference.
+                    // 15 and 17. hashes[j] = [v ≠ 0]·computed: a claimed deposit's hash is the
+                    //     one computed, an empty slot's hash is 0 (not someone else's deposit).
                     let used = !value.is_zero()?;
-                    FpVar::from(used).mul_equals(&(hash - computed), &FpVar::zero())?;
+                    FpVar::from(used).mul_equals(&computed, hash)?;
                 }
+                // 18. No deposit claimed twice: any two equal hashes are 0 (empty slots).
+                dvp_gadget::enforce_distinct_notes(&dvp_hashes)?;
             }
         }
 
@@ -425,7 +440,7 @@ mod tests {
     const EXPECTED_CONSTRAINTS: [[usize; 5]; 3] = [
         [12_231, 16_067, 19_903, 23_739, 27_575],
         [13_456, 17_292, 21_128, 24_964, 28_800],
-        [26_945, 30_781, 34_617, 38_453, 42_289],
+        [29_516, 33_352, 37_188, 41_024, 44_860],
     ];
 
     #[test]
@@ -535,8 +550,154 @@ mod tests {
         assert!(!edit_withdraw(&|w| w.sk_deposits[1] += Fr::ONE));
         assert!(!edit_withdraw(&|w| w.salts_in[0] += Fr::ONE));
         assert!(!edit_withdraw(&|w| w.v_per_deposit[1] += Fr::ONE));
-        // An unused slot's hash is free, as in the reference.
-        assert!(edit_withdraw(&|w| w.hashes[7] = Fr::from(99u64)));
+        // An empty slot's hash is 0 (check 17), not free as in the reference.
+        assert!(!edit_withdraw(&|w| w.hashes[7] = Fr::from(99u64)));
+    }
+
+    /// Empties slot j of a withdraw: no deposit, value 0, hash 0.
+    fn empty_slot(w: &mut Withdraw, j: usize) {
+        w.hashes[j] = Fr::ZERO;
+        w.v_per_deposit[j] = Fr::ZERO;
+        w.sk_deposits[j] = Fr::ZERO;
+        w.salts_in[j] = Fr::ZERO;
+    }
+
+    fn withdraw_mut(t: &mut PaymentInputs) -> &mut Withdraw {
+        match &mut t.dvp {
+            Dvp::Withdraw(w) => w,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Gives the claimed deposits the values `values` (their hashes recomputed) and credits the
+    /// sender v = their field sum, its tx value and commitment made consistent: only checks
+    /// 16–18 can then fail.
+    fn claim(t: &mut PaymentInputs, sender: usize, values: &[Fr]) {
+        let w = withdraw_mut(t);
+        for (j, v) in values.iter().enumerate() {
+            w.v_per_deposit[j] = *v;
+            w.hashes[j] = crate::dvp::erc20_commitment(
+                &crate::payment::public_key(&w.sk_deposits[j]),
+                &w.salts_in[j],
+                v,
+                &w.address,
+            );
+        }
+        t.sender_tx_value = values.iter().sum();
+        t.tx_values[sender] = t.sender_tx_value;
+        recommit(t, sender);
+    }
+
+    /// Honest withdraws of 1 to 10 deposits, in leading or scattered slots, and of the largest
+    /// values the bound allows (v = 2²⁵² − 1 from one deposit, or from ten with carries).
+    #[test]
+    fn honest_withdraws_of_one_to_ten_deposits_satisfy_the_circuit() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(16);
+        for n in 1..=WITHDRAW_SLOTS {
+            let notes: Vec<u64> = (0..n).map(|_| rand::Rng::gen(&mut rng)).collect();
+            let t = PaymentInputs::generate_withdraw(2, n % 2, &notes, 7, &mut rng);
+            assert_eq!(t.check(), Ok(n % 2));
+            assert!(satisfied(&t), "{n} deposits");
+        }
+        let mut scattered = PaymentInputs::generate_withdraw(2, 0, &[3, 4, 5], 7, &mut rng);
+        let w = withdraw_mut(&mut scattered);
+        for field in [
+            &mut w.hashes,
+            &mut w.sk_deposits,
+            &mut w.v_per_deposit,
+            &mut w.salts_in,
+        ] {
+            field.swap(0, 9);
+            field.swap(1, 5);
+        }
+        assert_eq!(scattered.check(), Ok(0));
+        assert!(satisfied(&scattered), "deposits in slots 2, 5, 9");
+
+        let max = Fr::from((num_bigint::BigUint::from(1u8) << 252u32) - 1u32);
+        let ten: Vec<u64> = vec![1; WITHDRAW_SLOTS];
+        let mut largest = PaymentInputs::generate_withdraw(2, 1, &ten, 7, &mut rng);
+        let mut one = vec![Fr::ZERO; WITHDRAW_SLOTS];
+        one[3] = max;
+        claim(&mut largest, 1, &one);
+        // Slots left at value 0 but with their old hashes: empty them.
+        for j in (0..WITHDRAW_SLOTS).filter(|&j| j != 3) {
+            empty_slot(withdraw_mut(&mut largest), j);
+        }
+        assert_eq!(largest.check(), Ok(1));
+        assert!(satisfied(&largest), "one deposit of 2^252 - 1");
+        // Ten deposits of about 2^252 / 10 each, summing to 2^252 − 1.
+        let mut spread = PaymentInputs::generate_withdraw(2, 1, &ten, 7, &mut rng);
+        let part = Fr::from((num_bigint::BigUint::from(1u8) << 252u32) / 10u32 + 7u32);
+        let mut parts = vec![part; WITHDRAW_SLOTS];
+        parts[9] = max - part * Fr::from(9u64);
+        claim(&mut spread, 1, &parts);
+        assert_eq!(spread.sender_tx_value, max);
+        assert_eq!(spread.check(), Ok(1));
+        assert!(satisfied(&spread), "ten deposits summing to 2^252 - 1");
+    }
+
+    /// Forged withdraws the reference proves, each refused by the circuit with the native checks
+    /// bypassed (and named by them): value minted from one small deposit, from none, or from
+    /// parts that wrap past r; an empty slot naming another holder's deposit; a deposit claimed
+    /// twice.
+    #[test]
+    fn minting_griefing_and_repeated_withdraws_are_unsatisfiable() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+        let good = PaymentInputs::generate_withdraw(2, 1, &[1, 99], 7, &mut rng);
+        assert!(satisfied(&good));
+        let refused_as = |check: u8, edit: &dyn Fn(&mut PaymentInputs)| {
+            let mut t = good.clone();
+            edit(&mut t);
+            assert_eq!(t.check().unwrap_err().check, check);
+            !satisfied(&t)
+        };
+        // v = 100 credited for one deposit of 1.
+        assert!(refused_as(16, &|t| empty_slot(withdraw_mut(t), 1)));
+        // v = 100 credited for no deposit: no hash is checked at all.
+        assert!(refused_as(16, &|t| {
+            (0..WITHDRAW_SLOTS).for_each(|j| empty_slot(withdraw_mut(t), j))
+        }));
+        // A value of 2^252 or more, balanced in the field by another.
+        assert!(refused_as(16, &|t| {
+            let big = Fr::from(num_bigint::BigUint::from(1u8) << 252u32);
+            let values = [Fr::ONE + big, Fr::from(99u64) - big];
+            claim(t, 1, &values);
+        }));
+        // An empty slot carrying another holder's real deposit hash.
+        let other = PaymentInputs::generate_withdraw(2, 0, &[5], 7, &mut rng);
+        let others_hash = match &other.dvp {
+            Dvp::Withdraw(w) => w.hashes[0],
+            _ => unreachable!(),
+        };
+        assert!(refused_as(17, &|t| withdraw_mut(t).hashes[6] = others_hash));
+        // One deposit of 50 in two slots, credited 100.
+        assert!(refused_as(18, &|t| {
+            claim(t, 1, &[Fr::from(50u64), Fr::from(50u64)]);
+            let w = withdraw_mut(t);
+            for field in [
+                &mut w.hashes,
+                &mut w.sk_deposits,
+                &mut w.v_per_deposit,
+                &mut w.salts_in,
+            ] {
+                field[1] = field[0];
+            }
+        }));
+
+        // Ten deposits below 2^252 whose integer sum is v + r: their field sum is v = 10.
+        let mut wrapped = PaymentInputs::generate_withdraw(2, 1, &[1; WITHDRAW_SLOTS], 7, &mut rng);
+        let r = modl::to_biguint(&-Fr::ONE) + 1u32;
+        let total = &r + 10u32;
+        let part = &total / 10u32;
+        let mut parts = vec![Fr::from(part.clone()); WITHDRAW_SLOTS];
+        parts[9] = Fr::from(&total - &part * 9u32);
+        assert!(parts
+            .iter()
+            .all(|p| crate::payment::fits_bits(p, VALUE_BITS)));
+        claim(&mut wrapped, 1, &parts);
+        assert_eq!(wrapped.sender_tx_value, Fr::from(10u64));
+        assert_eq!(wrapped.check().unwrap_err().check, 16);
+        assert!(!satisfied(&wrapped), "value minted by wrapping past r");
     }
 
     /// The reference takes each "mod L" remainder from an unconstrained hint (checks 2, 4, 5, 6,

@@ -7,7 +7,7 @@
 //! The sender s is the member with `anonymity_set[s] = sender_id`; v is `sender_tx_value`, B the
 //! previous balance, R the previous random value, L the order of Baby Jubjub's prime subgroup and
 //! "mod L" the remainder of a field element's canonical integer. Checks 1–14 are the transfer's;
-//! deposit and withdraw change some and add check 15:
+//! deposit and withdraw change some and add check 15, and a withdraw adds checks 16–18:
 //!
 //! 1. `sender_id` occurs exactly once in the anonymity set.
 //! 2. Transfer and deposit: `tx_values[s] = (L − v) mod L`, the sender pays v.
@@ -35,22 +35,47 @@
 //!     `DvpHash(key, salt, value, address) = Poseidon(Poseidon(Poseidon(key, salt), value), address)`.
 //!     Withdraw: for each of the 10 slots j with `v_per_deposit[j] ≠ 0`,
 //!     `hashes[j] = DvpHash(Poseidon(sk_deposits[j], sk_deposits[j]) mod L, saltsIn[j],
-//!     v_per_deposit[j], address)`; slots with a zero value are not checked.
+//!     v_per_deposit[j], address)`.
+//! 16. Withdraw: every `v_per_deposit[j]` is below 2²⁵² and `v = Σ v_per_deposit` over the
+//!     integers: the sender is credited exactly the value of the deposits it claims.
+//! 17. Withdraw: a slot with `v_per_deposit[j] = 0` is empty, its `hashes[j]` is 0.
+//! 18. Withdraw: the non-zero `hashes` are pairwise distinct (no deposit is claimed twice).
 //!
 //! Public inputs, in this order: hashed_shared_secrets[k], public_keys[k], previous_commits[k] as
 //! x0, y0, x1, y1, …, tx_commits[k] likewise, nullifier, block_number, anonymity_set[k],
 //! message_tags[k] (8k + 2, the transfer's), then the deposit's `hash` (8k + 3) or the withdraw's
 //! `hashes[10]` (8k + 12). Everything else is private.
 //!
-//! Like the reference, a withdraw does not tie v to the deposits it claims (`Σ v_per_deposit`
-//! is not compared with v): that is the protocol's rule, kept so the same requests prove.
+//! ## Why a withdraw has checks 16–18
+//!
+//! The reference's withdraw credits v (check 2, conserved by check 9) and proves the hashes of
+//! the deposits it names (check 15), but nothing ties v to those deposits' values: a request that
+//! claims one deposit of 1 unit, or none at all (every `v_per_deposit` zero, so no hash is
+//! checked), proves a credit of any v below 2²⁵². Value appears from nothing; check 16 refuses
+//! it. An empty slot's hash is unchecked there too, so it can be any public value, including
+//! another holder's real deposit hash, which the contract then marks spent: check 17 refuses
+//! that. And once v is the sum of the claimed values, one deposit named in two slots would count
+//! twice: check 18 refuses that.
+//!
+//! Check 16's bound: every `v_per_deposit[j]` is a non-negative part of v < 2²⁵² (check 11), so
+//! bounding each below 2²⁵² refuses no honest request (and every deposit hash a deposit creates
+//! is for a value below 2²⁵², by the deposit's check 11). With that bound, ten parts sum to less
+//! than 2²⁵⁶, which can exceed r: the field sum alone could wrap around, so the circuit adds the
+//! parts' low and high 126-bit halves separately, with a 4-bit carry between them
+//! ([`crate::bits::enforce_integer_sum`]: 252 booleanity constraints a slot, plus 6). Bounding
+//! every running partial sum below 2²⁵² would be just as lossless but costs 8 × 252 more
+//! constraints; bounding each part below 2²⁴⁸ (so that ten add up below 2²⁵²) would refuse a
+//! single deposit of 2²⁴⁸ or more and save only 40.
+//!
+//! Check 17 makes a zero-value deposit impossible to claim. It holds nothing, so nothing is lost;
+//! the reference's own clients fill unused slots with the hash 0.
 
 pub mod constraints;
 
 use std::fmt;
 
 use ark_ec::{AffineRepr, CurveGroup};
-use ark_ff::{AdditiveGroup, BigInteger, PrimeField, UniformRand};
+use ark_ff::{AdditiveGroup, BigInteger, PrimeField, UniformRand, Zero};
 use ark_std::rand::Rng;
 
 use crate::{
@@ -128,6 +153,35 @@ pub struct Withdraw {
     pub salts_in: Vec<Fr>,
 }
 
+impl Withdraw {
+    /// Checks 16–18, given the credited value v (see the module documentation).
+    fn check_claimed_deposits(&self, v: &Fr) -> Result<(), CheckFailure> {
+        // 16
+        if let Some(j) = first_bad(&self.v_per_deposit, |_, x| !fits_bits(x, VALUE_BITS)) {
+            return Err(fail(
+                16,
+                Some(format!("v_per_deposit[{j}] must be below 2^252")),
+            ));
+        }
+        let claimed: num_bigint::BigUint = self.v_per_deposit.iter().map(modl::to_biguint).sum();
+        if claimed != modl::to_biguint(v) {
+            return Err(fail(
+                16,
+                Some("sender_tx_value must be the sum of v_per_deposit".into()),
+            ));
+        }
+        // 17
+        ensure_all(&self.hashes, 17, "hashes", |j, h| {
+            !self.v_per_deposit[j].is_zero() || h.is_zero()
+        })?;
+        // 18
+        match dvp::repeated_note(&self.hashes) {
+            None => Ok(()),
+            Some((i, j)) => Err(fail(18, Some(format!("hashes[{i}] and hashes[{j}]")))),
+        }
+    }
+}
+
 /// The statement-specific part of the inputs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Dvp {
@@ -181,7 +235,7 @@ impl fmt::Display for CheckFailure {
 impl std::error::Error for CheckFailure {}
 
 /// Names of the checks, indexed by number − 1.
-pub const CHECK_NAMES: [&str; 15] = [
+pub const CHECK_NAMES: [&str; 18] = [
     "sender in anonymity set",
     "sender tx value",
     "points on curve",
@@ -197,6 +251,9 @@ pub const CHECK_NAMES: [&str; 15] = [
     "tx commitments",
     "random factors",
     "dvp hash",
+    "withdrawn value",
+    "empty deposit slot",
+    "distinct deposits",
 ];
 
 fn fail(check: u8, detail: Option<String>) -> CheckFailure {
@@ -473,16 +530,19 @@ impl PaymentInputs {
                 d.hash == dvp::erc20_commitment(&d.pk, &d.salt_out, &v, &d.address),
                 15,
             )?,
-            Dvp::Withdraw(w) => ensure_all(&w.hashes, 15, "hashes", |j, h| {
-                w.v_per_deposit[j] == Fr::ZERO
-                    || *h
-                        == dvp::erc20_commitment(
-                            &public_key(&w.sk_deposits[j]),
-                            &w.salts_in[j],
-                            &w.v_per_deposit[j],
-                            &w.address,
-                        )
-            })?,
+            Dvp::Withdraw(w) => {
+                ensure_all(&w.hashes, 15, "hashes", |j, h| {
+                    w.v_per_deposit[j].is_zero()
+                        || *h
+                            == dvp::erc20_commitment(
+                                &public_key(&w.sk_deposits[j]),
+                                &w.salts_in[j],
+                                &w.v_per_deposit[j],
+                                &w.address,
+                            )
+                })?;
+                w.check_claimed_deposits(&v)?;
+            }
         }
         Ok(s)
     }
@@ -490,7 +550,7 @@ impl PaymentInputs {
     /// Valid inputs of `kind` for member `sender` (balance `balance`) moving `amount`, with every
     /// other value drawn from `rng`: the request pools of tests and load tests. A transfer pays
     /// the next member; a deposit puts `amount` into one DvP commitment; a withdraw claims it
-    /// from two (or fewer, for small amounts), leaving the other slots zero.
+    /// from two (or one, for amount 1; none for 0), leaving the other slots empty.
     pub fn generate<R: Rng>(
         kind: Kind,
         k: usize,
@@ -499,11 +559,38 @@ impl PaymentInputs {
         balance: u64,
         rng: &mut R,
     ) -> Self {
-        assert!(
-            crate::SUPPORTED_K.contains(&k)
-                && sender < k
-                && (kind == Kind::Withdraw || amount <= balance)
-        );
+        assert!(kind == Kind::Withdraw || amount <= balance);
+        let notes = match kind {
+            Kind::Withdraw => vec![amount / 2, amount - amount / 2],
+            Kind::Transfer | Kind::Deposit => vec![],
+        };
+        Self::generate_with_notes(kind, k, sender, Fr::from(amount), balance, &notes, rng)
+    }
+
+    /// A valid withdraw for member `sender` (balance `balance`) that claims one deposit of each
+    /// of the values `notes` (at most 10; zero values leave their slot empty), in the first
+    /// slots, and is credited their sum; every other value is drawn from `rng`.
+    pub fn generate_withdraw<R: Rng>(
+        k: usize,
+        sender: usize,
+        notes: &[u64],
+        balance: u64,
+        rng: &mut R,
+    ) -> Self {
+        let amount: Fr = notes.iter().map(|&n| Fr::from(n)).sum();
+        Self::generate_with_notes(Kind::Withdraw, k, sender, amount, balance, notes, rng)
+    }
+
+    fn generate_with_notes<R: Rng>(
+        kind: Kind,
+        k: usize,
+        sender: usize,
+        amount: Fr,
+        balance: u64,
+        notes: &[u64],
+        rng: &mut R,
+    ) -> Self {
+        assert!(crate::SUPPORTED_K.contains(&k) && sender < k && notes.len() <= WITHDRAW_SLOTS);
         let below_l = |rng: &mut R| modl::reduce(&Fr::rand(rng));
         let anonymity_set: Vec<Fr> = {
             let base: u64 = rng.gen_range(1..u64::MAX / 2);
@@ -512,7 +599,7 @@ impl PaymentInputs {
         let secret_key = below_l(rng);
         let random_value = below_l(rng);
         let block_number = Fr::from(rng.gen_range(1..u32::MAX as u64));
-        let (balance, amount) = (Fr::from(balance), Fr::from(amount));
+        let balance = Fr::from(balance);
 
         let shared_secrets: Vec<Fr> = (0..k)
             .map(|i| {
@@ -581,11 +668,11 @@ impl PaymentInputs {
             tx_random_values,
             sender_tx_value: amount,
             block_number,
-            dvp: Self::generate_dvp(kind, amount, rng),
+            dvp: Self::generate_dvp(kind, amount, notes, rng),
         }
     }
 
-    fn generate_dvp<R: Rng>(kind: Kind, amount: Fr, rng: &mut R) -> Dvp {
+    fn generate_dvp<R: Rng>(kind: Kind, amount: Fr, notes: &[u64], rng: &mut R) -> Dvp {
         if kind == Kind::Transfer {
             return Dvp::None;
         }
@@ -602,8 +689,7 @@ impl PaymentInputs {
                 })
             }
             Kind::Withdraw => {
-                let half = modl::to_biguint(&amount) / 2u32;
-                let mut values = [Fr::from(half.clone()), amount - Fr::from(half)].to_vec();
+                let mut values: Vec<Fr> = notes.iter().map(|&n| Fr::from(n)).collect();
                 values.resize(WITHDRAW_SLOTS, Fr::ZERO);
                 let mut w = Withdraw {
                     hashes: vec![Fr::ZERO; WITHDRAW_SLOTS],
@@ -650,8 +736,10 @@ mod tests {
                     assert_eq!(t.public_inputs().len(), kind.num_public_inputs(k));
                 }
             }
-            let zero = PaymentInputs::generate(kind, 3, 1, 0, 0, &mut rng);
-            assert_eq!(zero.check(), Ok(1), "{kind} of zero");
+            for small in [0, 1] {
+                let t = PaymentInputs::generate(kind, 3, 1, small, small, &mut rng);
+                assert_eq!(t.check(), Ok(1), "{kind} of {small}");
+            }
         }
         // A withdraw may exceed the balance: there is no B ≥ v rule.
         assert_eq!(
@@ -764,8 +852,110 @@ mod tests {
             edit_withdraw(&|w| w.address += Fr::ONE),
             Err("check 15 (dvp hash) failed: hashes[0]".into())
         );
-        // Slots with a zero value are not checked, whatever their hash.
-        assert_eq!(edit_withdraw(&|w| w.hashes[9] = Fr::from(123u64)), Ok(0));
+        // An empty slot must say so: hash 0 (check 17, below).
+        assert_eq!(
+            edit_withdraw(&|w| w.hashes[9] = Fr::from(123u64)),
+            Err("check 17 (empty deposit slot) failed: hashes[9]".into())
+        );
+    }
+
+    /// Empties slot j of a withdraw: no deposit, value 0, hash 0.
+    fn empty_slot(w: &mut Withdraw, j: usize) {
+        w.hashes[j] = Fr::ZERO;
+        w.v_per_deposit[j] = Fr::ZERO;
+        w.sk_deposits[j] = Fr::ZERO;
+        w.salts_in[j] = Fr::ZERO;
+    }
+
+    #[test]
+    fn withdraws_of_one_to_ten_deposits_pass_every_check() {
+        let mut rng = rng(9);
+        for n in 1..=WITHDRAW_SLOTS {
+            let notes: Vec<u64> = (1..=n as u64).map(|i| i * 1_000_003).collect();
+            let t = PaymentInputs::generate_withdraw(3, 2, &notes, 10, &mut rng);
+            assert_eq!(t.check(), Ok(2), "{n} deposits");
+            assert_eq!(
+                t.sender_tx_value,
+                Fr::from(notes.iter().sum::<u64>()),
+                "credited their sum"
+            );
+            let Dvp::Withdraw(w) = &t.dvp else {
+                unreachable!()
+            };
+            assert_eq!(w.hashes.iter().filter(|h| !h.is_zero()).count(), n);
+        }
+    }
+
+    /// The reference proves each of these; checks 16–18 refuse them, naming the rule.
+    #[test]
+    fn minting_griefing_and_repeated_withdraws_are_named() {
+        let withdraw = PaymentInputs::generate_withdraw(3, 0, &[1, 99], 10, &mut rng(10));
+        let edit = |edit: &dyn Fn(&mut Withdraw)| {
+            let mut t = withdraw.clone();
+            let Dvp::Withdraw(w) = &mut t.dvp else {
+                unreachable!()
+            };
+            edit(w);
+            t.check().map_err(|e| e.to_string())
+        };
+        assert_eq!(edit(&|_| {}), Ok(0));
+        let not_the_sum = Err(
+            "check 16 (withdrawn value) failed: sender_tx_value must be the sum of v_per_deposit"
+                .to_string(),
+        );
+        // Credited 100 for one deposit of 1.
+        assert_eq!(edit(&|w| empty_slot(w, 1)), not_the_sum);
+        // Credited 100 for no deposit at all.
+        assert_eq!(
+            edit(&|w| (0..WITHDRAW_SLOTS).for_each(|j| empty_slot(w, j))),
+            not_the_sum
+        );
+        // A value of 2^252 or more, even with the field sum right.
+        assert_eq!(
+            edit(&|w| {
+                let big = Fr::from(num_bigint::BigUint::from(1u8) << 252u32);
+                w.v_per_deposit[0] += big;
+                w.v_per_deposit[1] -= big;
+                for j in [0, 1] {
+                    w.hashes[j] = dvp::erc20_commitment(
+                        &public_key(&w.sk_deposits[j]),
+                        &w.salts_in[j],
+                        &w.v_per_deposit[j],
+                        &w.address,
+                    );
+                }
+            }),
+            Err("check 16 (withdrawn value) failed: v_per_deposit[0] must be below 2^252".into())
+        );
+        // An empty slot naming another holder's deposit, for the contract to mark spent.
+        let someone_elses = dvp::erc20_commitment(
+            &Fr::from(5u64),
+            &Fr::from(6u64),
+            &Fr::from(7u64),
+            &Fr::from(8u64),
+        );
+        assert_eq!(
+            edit(&|w| w.hashes[4] = someone_elses),
+            Err("check 17 (empty deposit slot) failed: hashes[4]".into())
+        );
+        // One deposit in two slots.
+        let repeated = PaymentInputs::generate_withdraw(3, 0, &[50, 50], 10, &mut rng(11));
+        let mut t = repeated.clone();
+        let Dvp::Withdraw(w) = &mut t.dvp else {
+            unreachable!()
+        };
+        for field in [
+            &mut w.hashes,
+            &mut w.sk_deposits,
+            &mut w.v_per_deposit,
+            &mut w.salts_in,
+        ] {
+            field[1] = field[0];
+        }
+        assert_eq!(
+            t.check().map_err(|e| e.to_string()),
+            Err("check 18 (distinct deposits) failed: hashes[0] and hashes[1]".into())
+        );
     }
 
     /// Receivers' values that sum to r over the integers sum to 0 in the field, which is all the
