@@ -1,5 +1,6 @@
 //! Where the time of one k=6 transfer proof goes: the phases of `groth16::create_proof` with
-//! each MSM backend, next to ark-groth16's whole prover, on 1 and 2 threads.
+//! each MSM backend, next to ark-groth16's whole prover (with the same oriented reduction), on 1
+//! and 2 threads.
 //!
 //! `cargo run --release -p enygma-prover --example proof_phases -- [proofs per setting] [threads]
 //! [arkworks|enygma-g1|enygma]`; the last two restrict the run to one setting (for `perf record`).
@@ -8,15 +9,14 @@
 
 use std::time::{Duration, Instant};
 
-use ark_bn254::Bn254;
 use ark_ec::AffineRepr;
-use ark_groth16::{r1cs_to_qap::LibsnarkReduction, Groth16};
 use ark_snark::SNARK;
 use ark_std::{UniformRand, Zero};
 use enygma_circuit::Fr;
 use enygma_prover::groth16::{
     create_proof, full_assignment, r1cs, sample_transfer, MsmBackend, PhaseTimings, R1cs,
 };
+use enygma_prover::qap::Groth16;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -42,7 +42,7 @@ fn main() {
     let (setup, proving) = sample_transfer(k, &mut ChaCha20Rng::seed_from_u64(4));
     let mut rng = ChaCha20Rng::seed_from_u64(5);
     let started = Instant::now();
-    let (pk, vk) = Groth16::<Bn254>::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
+    let (pk, vk) = Groth16::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
     eprintln!("setup {:.1} s", started.elapsed().as_secs_f64());
     let R1cs {
         matrices,
@@ -89,7 +89,7 @@ fn main() {
             let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
             let started = Instant::now();
             let proof = pool.install(|| {
-                Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
+                Groth16::create_proof_with_reduction_and_matrices(
                     &pk,
                     r,
                     s,
@@ -101,7 +101,7 @@ fn main() {
                 .unwrap()
             });
             ark.push(started.elapsed());
-            assert!(Groth16::<Bn254>::verify(&vk, public, &proof).unwrap());
+            assert!(Groth16::verify(&vk, public, &proof).unwrap());
         }
         if !ark.is_empty() {
             println!(
@@ -134,7 +134,7 @@ fn main() {
                         )
                     })
                     .unwrap();
-                assert!(Groth16::<Bn254>::verify(&vk, public, &proof).unwrap());
+                assert!(Groth16::verify(&vk, public, &proof).unwrap());
                 all.push(t);
             }
             let m = |f: fn(&PhaseTimings) -> Duration| median(all.iter().map(f).collect());

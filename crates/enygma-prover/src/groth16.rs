@@ -1,8 +1,9 @@
 //! Groth16 proof assembly from cached matrices, with a choice of G1 MSM and a time per phase.
 //!
 //! It computes exactly what ark-groth16's `create_proof_with_reduction_and_matrices` computes
-//! (the same proof for the same `r` and `s`), from its public pieces: the libsnark QAP witness
-//! map for `h` ([`qap::witness_map`]), then
+//! with the reduction the keys are made for, [`qap::OrientedReduction`] (the same proof for the
+//! same `r` and `s`), from its public pieces: the libsnark QAP witness map of the oriented
+//! matrices for `h` ([`qap::witness_map`]), then
 //! - `A = α + Σ aᵢ·a_queryᵢ + r·δ` (G1),
 //! - `B = β + Σ aᵢ·b_queryᵢ + s·δ` (G2, and in G1 for C),
 //! - `C = Σ wᵢ·l_queryᵢ + Σ hᵢ·h_queryᵢ + s·A + r·B₁ − r·s·δ`.
@@ -193,17 +194,19 @@ pub struct R1cs {
     pub num_constraints: usize,
 }
 
-/// The R1CS of a circuit, from a setup-mode synthesis.
+/// The R1CS of a circuit, from a setup-mode synthesis, oriented as the keys of
+/// [`crate::qap::OrientedReduction`] expect.
 pub fn r1cs<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<R1cs, SynthesisError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
     cs.set_mode(SynthesisMode::Setup);
     circuit.generate_constraints(cs.clone())?;
     cs.finalize();
-    let matrices = cs
+    let mut matrices = cs
         .to_matrices()?
         .remove(R1CS_PREDICATE_LABEL)
         .ok_or(SynthesisError::MissingCS)?;
+    qap::orient(&mut matrices);
     Ok(R1cs {
         matrices,
         num_instance_variables: cs.num_instance_variables(),
@@ -242,7 +245,7 @@ pub fn sample_transfer<R: rand::Rng>(k: usize, rng: &mut R) -> (PaymentCircuit, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ark_groth16::{r1cs_to_qap::LibsnarkReduction, Groth16};
+    use crate::qap::Groth16;
     use ark_r1cs_std::{
         alloc::AllocVar, eq::EqGadget, fields::fp::FpVar, fields::FieldVar, GR1CSVar,
     };
@@ -324,20 +327,19 @@ mod tests {
         r: Fr,
         s: Fr,
     ) {
-        let expected =
-            Groth16::<Bn254, LibsnarkReduction>::create_proof_with_reduction_and_matrices(
-                pk,
-                r,
-                s,
-                matrices,
-                num_instance_variables,
-                num_constraints,
-                assignment,
-            )
-            .unwrap();
+        let expected = Groth16::create_proof_with_reduction_and_matrices(
+            pk,
+            r,
+            s,
+            matrices,
+            num_instance_variables,
+            num_constraints,
+            assignment,
+        )
+        .unwrap();
         let public = &assignment[1..num_instance_variables];
         assert!(
-            Groth16::<Bn254>::verify(&pk.vk, public, &expected).unwrap(),
+            Groth16::verify(&pk.vk, public, &expected).unwrap(),
             "ark-groth16's proof must verify"
         );
         for backend in BACKENDS {
@@ -361,7 +363,7 @@ mod tests {
                     })
                     .unwrap();
                 assert_eq!(proof, expected, "{backend:?} on {threads} thread(s)");
-                assert!(Groth16::<Bn254>::verify(&pk.vk, public, &proof).unwrap());
+                assert!(Groth16::verify(&pk.vk, public, &proof).unwrap());
                 assert!(t.total >= t.witness_map && t.total >= t.msm_a, "{t:?}");
             }
         }
@@ -371,7 +373,7 @@ mod tests {
     fn groth16_random_circuit_matches_ark_groth16() {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
         let circuit = RandomCircuit::new(&mut rng);
-        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let (pk, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
         let R1cs {
             matrices,
             num_instance_variables: instance,
@@ -393,7 +395,7 @@ mod tests {
     fn groth16_wrong_statement_does_not_verify() {
         let mut rng = ChaCha20Rng::seed_from_u64(2);
         let circuit = RandomCircuit::new(&mut rng);
-        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let (pk, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
         let R1cs {
             matrices,
             num_instance_variables: instance,
@@ -416,7 +418,7 @@ mod tests {
             )
             .unwrap();
             assert!(
-                !Groth16::<Bn254>::verify(&pk.vk, &assignment[1..instance], &proof).unwrap(),
+                !Groth16::verify(&pk.vk, &assignment[1..instance], &proof).unwrap(),
                 "{backend:?}"
             );
         }
@@ -428,7 +430,7 @@ mod tests {
         let circuit = RandomCircuit::new(&mut rng);
         let mut other = RandomCircuit::new(&mut rng);
         other.private.pop();
-        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(other, &mut rng).unwrap();
+        let (pk, _) = Groth16::circuit_specific_setup(other, &mut rng).unwrap();
         let R1cs {
             matrices,
             num_instance_variables: instance,
@@ -453,7 +455,7 @@ mod tests {
     fn groth16_transfer_k6_matches_ark_groth16() {
         let (setup, proving) = sample_transfer(6, &mut ChaCha20Rng::seed_from_u64(4));
         let mut rng = ChaCha20Rng::seed_from_u64(5);
-        let (pk, _) = Groth16::<Bn254>::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
+        let (pk, _) = Groth16::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
         let R1cs {
             matrices,
             num_instance_variables: instance,

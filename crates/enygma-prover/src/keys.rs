@@ -19,13 +19,15 @@ use std::{
 };
 
 use ark_bn254::Bn254;
-use ark_groth16::{Groth16, ProvingKey, VerifyingKey};
+use ark_groth16::{ProvingKey, VerifyingKey};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize, Compress, Validate};
 use ark_snark::SNARK;
 use enygma_circuit::payment::{constraints::PaymentCircuit, Kind};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
+
+use crate::qap::Groth16;
 
 /// The seed of the development keys of a statement for k:
 /// `SHA-256("enygma-prover development keys v1: {statement} k={k}")` feeds ChaCha20, which then
@@ -83,15 +85,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     }
 }
 
-/// Runs the deterministic development setup of `kind` for k.
+/// Runs the deterministic development setup of `kind` for k, for the oriented reduction the
+/// prover uses ([`crate::qap`]).
 pub fn generate(kind: Kind, k: usize) -> Result<ProvingKey<Bn254>, KeyError> {
     let mut rng = ChaCha20Rng::from_seed(development_seed(kind, k));
-    let (pk, _) =
-        Groth16::<Bn254>::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
-            .map_err(|e| KeyError::Setup {
-                k,
-                reason: e.to_string(),
-            })?;
+    let (pk, _) = Groth16::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
+        .map_err(|e| KeyError::Setup {
+            k,
+            reason: e.to_string(),
+        })?;
     Ok(pk)
 }
 
