@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use enygma_prover::{prepare, CircuitKeys, Kind, Prover};
+use enygma_prover::{prepare, statements, CircuitKeys, MissingKeys, Prover};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -13,7 +13,8 @@ fn repo() -> PathBuf {
 
 fn bench(c: &mut Criterion) {
     let keys = repo().join("keys");
-    let prover = Prover::load_or_create(&keys).expect("keys");
+    let transfer6 = statements::by_stem("transfer-k6").expect("a registry instance");
+    let prover = Prover::load(&keys, &[transfer6], MissingKeys::Create).expect("keys");
     let body = std::fs::read(repo().join("../shared/reference/requests/transfer-k6.json"))
         .expect("sample");
 
@@ -26,24 +27,18 @@ fn bench(c: &mut Criterion) {
             .build()
             .unwrap();
         group.bench_function(format!("request to proof, {n} thread(s)"), |b| {
-            b.iter(|| {
-                pool.install(|| {
-                    prover
-                        .prove(&prepare(Kind::Transfer, 6, &body).unwrap())
-                        .unwrap()
-                })
-            })
+            b.iter(|| pool.install(|| prover.prove(&prepare(transfer6, &body).unwrap()).unwrap()))
         });
     }
-    let prepared = prepare(Kind::Transfer, 6, &body).unwrap();
+    let prepared = prepare(transfer6, &body).unwrap();
     group.bench_function("parse and native checks", |b| {
-        b.iter(|| prepare(Kind::Transfer, 6, &body).unwrap())
+        b.iter(|| prepare(transfer6, &body).unwrap())
     });
     group.bench_function("witness synthesis", |b| {
         b.iter(|| prover.assignment(&prepared).unwrap())
     });
     group.bench_function("load keys and matrices (k=6)", |b| {
-        b.iter(|| CircuitKeys::load_or_create(&keys, Kind::Transfer, 6).unwrap())
+        b.iter(|| CircuitKeys::load_or_create(&keys, transfer6).unwrap())
     });
     group.finish();
 }

@@ -4,17 +4,17 @@
 #   benches/run_load.sh
 #
 # It builds enygma-server, enygma-loadgen and the enygma CLI in release mode, makes a pool of
-# distinct k = 6 transfer requests (`enygma gen-request`), then runs `enygma-loadgen ab`: the
-# server once `--unlimited` (like the reference) and once with its capped defaults, the same
-# schedule on each (levels 1,2,4,8,16 for 60 s after 5 s of warm-up, then a 5-minute soak at 4 in
-# flight in 30 s windows), then a sweep of --max-inflight x --prove-threads (1x2, 2x1, 4x1). It
+# distinct requests of one statement instance, by default transfer-k6 (`enygma gen-request`),
+# then runs `enygma-loadgen ab`: the server once `--unlimited` (like the reference) and once with
+# its capped defaults, the same schedule on each (levels 1,2,4,8,16 for 60 s after 5 s of
+# warm-up, then a 5-minute soak at 4 in flight in 30 s windows), then a sweep of --max-inflight x --prove-threads (1x2, 2x1, 4x1). It
 # writes benches/results/<date>-<cpu>/ (ab.md side-by-side table, ab.json, ab.svg, and one
 # directory per variant with report.json, report.md, chart.svg, rss.svg, requests.csv, rss.csv,
 # server.log) and names the best setting.
 #
 # Everything is an environment variable; extra arguments go to `enygma-loadgen ab` as is:
 #   DURATION=20s benches/run_load.sh            # shorter levels (the report says so)
-#   CIRCUIT=withdraw K=4 benches/run_load.sh    # another statement (transfer, deposit, withdraw) or k
+#   CIRCUIT=withdraw-k4 benches/run_load.sh     # another statement instance (a key stem; `enygma info` lists them)
 #   SOAK= SWEEP=none benches/run_load.sh        # no soak, no sweep
 #   OPEN_RATE=0.5,1 benches/run_load.sh         # add open-loop (Poisson) phases
 #   IGNORE_RETRY_AFTER=1 benches/run_load.sh    # shed clients retry at once (a retry storm)
@@ -24,14 +24,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CIRCUIT=${CIRCUIT:-transfer}
-K=${K:-6}
-case "$CIRCUIT" in
-    transfer) ROUTE=/generateProofTransfer-$K ;;
-    deposit) ROUTE=/generateProofDeposit-$K ;;
-    withdraw) ROUTE=/generateProofWithdraw-$K ;;
-    *) echo "CIRCUIT must be transfer, deposit or withdraw" >&2; exit 2 ;;
-esac
+# A statement instance of the registry (enygma_prover::statements): the CLI generates its
+# requests and the load generator posts them to its proving route.
+CIRCUIT=${CIRCUIT:-transfer-k6}
 LEVELS=${LEVELS:-1,2,4,8,16}
 DURATION=${DURATION:-60s}
 WARMUP=${WARMUP:-5s}
@@ -54,15 +49,15 @@ REFERENCE_URL=${REFERENCE_URL:-http://127.0.0.1:3003}
 
 cargo build --release -p enygma-server -p enygma-loadgen -p enygma-cli
 
-REQUESTS=${REQUESTS:-target/loadgen-requests/$CIRCUIT-k$K-seed$SEED-n$POOL_SIZE}
+REQUESTS=${REQUESTS:-target/loadgen-requests/$CIRCUIT-seed$SEED-n$POOL_SIZE}
 if [ -z "$(ls -A "$REQUESTS" 2>/dev/null)" ]; then
     mkdir -p "$REQUESTS"
-    target/release/enygma gen-request --circuit "$CIRCUIT" --k "$K" --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
+    target/release/enygma gen-request --circuit "$CIRCUIT" --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
 fi
 
 args=(ab
     --server-cmd target/release/enygma-server --keys-dir "$KEYS_DIR" --port "$PORT"
-    --requests "$REQUESTS" --endpoint "$ROUTE"
+    --requests "$REQUESTS" --endpoint "$CIRCUIT"
     --levels "$LEVELS" --duration "$DURATION" --warmup "$WARMUP"
     --soak-duration "$SOAK_DURATION" --window "$WINDOW" --seed "$SEED"
     --sweep "$SWEEP" --sweep-levels "$SWEEP_LEVELS" --ready-timeout "$READY_TIMEOUT")
@@ -76,7 +71,7 @@ if [ -n "$REFERENCE_CMD" ]; then
 fi
 
 # Recorded in ab.md as the one command that reproduces this run.
-ENYGMA_RUN_LOAD_CMD="CIRCUIT=$CIRCUIT K=$K LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP SOAK=$SOAK SOAK_DURATION=$SOAK_DURATION"
+ENYGMA_RUN_LOAD_CMD="CIRCUIT=$CIRCUIT LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP SOAK=$SOAK SOAK_DURATION=$SOAK_DURATION"
 ENYGMA_RUN_LOAD_CMD+=" WINDOW=$WINDOW SWEEP=$SWEEP SWEEP_LEVELS=$SWEEP_LEVELS POOL_SIZE=$POOL_SIZE SEED=$SEED"
 [ -n "$OPEN_RATE" ] && ENYGMA_RUN_LOAD_CMD+=" OPEN_RATE=$OPEN_RATE"
 [ -n "$IGNORE_RETRY_AFTER" ] && ENYGMA_RUN_LOAD_CMD+=" IGNORE_RETRY_AFTER=1"

@@ -11,7 +11,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 export const FIXTURES_DIR = path.resolve(process.env.FIXTURES_DIR ?? path.join(here, "..", "fixtures"));
 export const OUT_DIR = path.resolve(process.env.OUT_DIR ?? path.join(here, "..", "out"));
-/** The repository's keys/, with the committed verifier exports (keys/transfer-k{k}.*). */
+/** The repository's keys/, with the committed verifier exports (keys/{stem}.verification_key.json, keys/{contract}.sol). */
 export const KEYS_DIR = path.resolve(process.env.KEYS_DIR ?? path.join(here, "..", "..", "keys"));
 
 const FILES = ["verification_key.json", "proof.json", "public.json", "response.json", "Verifier.sol", "meta.json"];
@@ -48,18 +48,16 @@ export function loadFixtures() {
 }
 
 /**
- * For a fixture made with one of the statements' development keys (contract
- * Enygma{Transfer,Deposit,Withdraw}VerifierK{k}), the files committed for it in KEYS_DIR:
- * { vkFile, solidityFile }. null for other fixtures (toy).
+ * For a fixture made with one of the repository's keys, the files committed for it in KEYS_DIR
+ * (named by the fixture's meta.json, "committed"): { vkFile, solidityFile }. null for other
+ * fixtures (toy).
  */
 export function committedExports(fx) {
-  const k = fx.meta.k;
-  const m = /^Enygma(Transfer|Deposit|Withdraw)VerifierK(\d+)$/.exec(fx.meta.contract ?? "");
-  if (k == null || m === null || Number(m[2]) !== k) return null;
-  const statement = m[1].toLowerCase();
+  const c = fx.meta.committed;
+  if (c == null) return null;
   return {
-    vkFile: path.join(KEYS_DIR, `${statement}-k${k}.verification_key.json`),
-    solidityFile: path.join(KEYS_DIR, `${fx.meta.contract}.sol`),
+    vkFile: path.join(KEYS_DIR, c.verificationKey),
+    solidityFile: path.join(KEYS_DIR, c.solidity),
   };
 }
 

@@ -32,5 +32,7 @@ pub mod poseidon;
 /// The BN254 scalar field: every value of the statement lives here.
 pub use ark_bn254::Fr;
 
-/// Anonymity-set sizes the service supports, as the reference does.
-pub const SUPPORTED_K: std::ops::RangeInclusive<usize> = 2..=6;
+/// The anonymity-set sizes the tests cover: those the service proves (the statement registry,
+/// `enygma_prover::statements`, owns that list).
+#[cfg(test)]
+pub(crate) const SUPPORTED_K: std::ops::RangeInclusive<usize> = 2..=6;

@@ -8,33 +8,18 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{ensure, Context, Result};
 use clap::ValueEnum;
-use enygma_circuit::payment::PaymentInputs;
-use enygma_prover::{keys, request, Kind, Prover, SUPPORTED_K};
+use enygma_prover::{
+    keys,
+    statements::{Instance, RequestSpec},
+    Prover,
+};
 use enygma_verifier::{
-    fixtures::{write_fixture, Fixture},
-    snarkjs, solidity, Bn254, VerifyingKey, VkFormat,
+    fixtures::{write_fixture, CommittedExports, Fixture},
+    snarkjs, Bn254, VerifyingKey, VkFormat,
 };
 use rand::SeedableRng;
-
-/// `--circuit`: which statement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CircuitArg {
-    Transfer,
-    Deposit,
-    Withdraw,
-}
-
-impl From<CircuitArg> for Kind {
-    fn from(c: CircuitArg) -> Self {
-        match c {
-            CircuitArg::Transfer => Kind::Transfer,
-            CircuitArg::Deposit => Kind::Deposit,
-            CircuitArg::Withdraw => Kind::Withdraw,
-        }
-    }
-}
 
 /// `export-vk --format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -67,18 +52,9 @@ pub enum ProofFormatArg {
     Snarkjs,
 }
 
-fn check_k(k: usize) -> Result<()> {
-    if !SUPPORTED_K.contains(&k) {
-        bail!("k value not supported: must be between 2 and 6");
-    }
-    Ok(())
-}
-
-/// The committed verifying key of a statement for k, `KEYS_DIR/{statement}-k{k}.vk` (no proving
-/// key needed).
-pub fn load_vk(keys_dir: &Path, kind: Kind, k: usize) -> Result<VerifyingKey<Bn254>> {
-    check_k(k)?;
-    let path = keys::KeyPaths::new(keys_dir, kind, k).verifying;
+/// The committed verifying key of an instance, `KEYS_DIR/{stem}.vk` (no proving key needed).
+pub fn load_vk(keys_dir: &Path, instance: Instance) -> Result<VerifyingKey<Bn254>> {
+    let path = keys::KeyPaths::new(keys_dir, instance).verifying;
     ensure!(
         path.exists(),
         "{} does not exist (run `enygma setup` to make development keys)",
@@ -87,50 +63,49 @@ pub fn load_vk(keys_dir: &Path, kind: Kind, k: usize) -> Result<VerifyingKey<Bn2
     let vk = keys::load_verifying_key(&path)?;
     let (n, expected) = (
         enygma_verifier::num_public_inputs(&vk),
-        kind.num_public_inputs(k),
+        instance.num_public_inputs(),
     );
     ensure!(
         n == expected,
-        "{}: a key for {n} public inputs, the {kind} circuit for k={k} has {expected}",
+        "{}: a key for {n} public inputs, the {instance} circuit has {expected}",
         path.display()
     );
     Ok(vk)
 }
 
-/// A verifying key in `format`; the Solidity contract is named `contract`, by default
-/// `Enygma{Statement}VerifierK{k}`.
+/// A verifying key in `format`; the Solidity contract is named `contract`, by default the
+/// instance's contract name (`EnygmaTransferVerifierK6`).
 pub fn export_vk(
     keys_dir: &Path,
-    kind: Kind,
-    k: usize,
+    instance: Instance,
     format: VkFormatArg,
     contract: Option<&str>,
 ) -> Result<Vec<u8>> {
-    let vk = load_vk(keys_dir, kind, k)?;
-    let contract = contract.map_or_else(|| solidity::contract_name(kind.name(), k), str::to_string);
+    let vk = load_vk(keys_dir, instance)?;
+    let contract = contract.map_or_else(|| instance.contract_name(), str::to_string);
     Ok(enygma_verifier::export_vk(&vk, format.into(), &contract)?)
 }
 
 /// The verifier artifacts committed beside a verifying key in `keys/`: file name and format.
-pub fn committed_exports(kind: Kind, k: usize) -> [(String, VkFormatArg); 2] {
+pub fn committed_exports(instance: Instance) -> [(String, VkFormatArg); 2] {
     [
         (
-            format!("{kind}-k{k}.verification_key.json"),
+            format!("{instance}.verification_key.json"),
             VkFormatArg::Snarkjs,
         ),
         (
-            format!("{}.sol", solidity::contract_name(kind.name(), k)),
+            format!("{}.sol", instance.contract_name()),
             VkFormatArg::Solidity,
         ),
     ]
 }
 
-/// Writes [`committed_exports`] of a statement's k into `keys_dir`, from the verifying key there.
-pub fn write_committed_exports(keys_dir: &Path, kind: Kind, k: usize) -> Result<()> {
-    for (file, format) in committed_exports(kind, k) {
+/// Writes [`committed_exports`] of an instance into `keys_dir`, from the verifying key there.
+pub fn write_committed_exports(keys_dir: &Path, instance: Instance) -> Result<()> {
+    for (file, format) in committed_exports(instance) {
         write_output(
             Some(&keys_dir.join(file)),
-            &export_vk(keys_dir, kind, k, format, None)?,
+            &export_vk(keys_dir, instance, format, None)?,
         )?;
     }
     Ok(())
@@ -188,28 +163,24 @@ pub fn export_proof(response: &[u8], out_dir: Option<&Path>) -> Result<()> {
 /// What `verifier-fixtures` proves.
 pub struct FixtureOptions {
     pub keys_dir: PathBuf,
-    /// Request files (k from their `anonymity_set`), proved as `transfer-k{k}-sample`
-    /// (for a file `transfer-k{k}.json`) or `transfer-k{k}-sample-{stem}`.
-    pub samples: Vec<PathBuf>,
-    /// One generated request per statement and k, proved as `{statement}-k{k}-generated`.
-    pub generated_ks: Vec<usize>,
-    pub generated_circuits: Vec<Kind>,
+    /// Request files with their instance, proved as `{stem}-sample` (for a file `{stem}.json`)
+    /// or `{stem}-sample-{file stem}`.
+    pub samples: Vec<(PathBuf, Instance, Vec<u8>)>,
+    /// One generated request per instance, proved as `{stem}-generated`.
+    pub generated: Vec<Instance>,
     /// Seed of the generated requests.
     pub seed: u64,
 }
+
+/// One proof to make: (fixture name, instance, source note, request body).
+type Case = (String, Instance, String, Vec<u8>);
 
 /// Proves every requested case with the real keys and writes one fixture directory for each
 /// (see `enygma_verifier::fixtures`). Every proof is checked natively against the committed
 /// verifying key, which is also the key written into the fixture.
 pub fn write_verifier_fixtures(dir: &Path, opts: &FixtureOptions) -> Result<Vec<PathBuf>> {
-    for &k in &opts.generated_ks {
-        check_k(k)?;
-    }
-    let mut cases = Vec::new(); // (name, statement, k, source, request body)
-    for path in &opts.samples {
-        let body = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let k = crate::request_k(&body)
-            .with_context(|| format!("{}: no anonymity_set", path.display()))?;
+    let mut cases: Vec<Case> = Vec::new();
+    for (path, instance, body) in &opts.samples {
         let file = path.file_name().map_or_else(
             || path.display().to_string(),
             |f| f.to_string_lossy().into_owned(),
@@ -218,70 +189,91 @@ pub fn write_verifier_fixtures(dir: &Path, opts: &FixtureOptions) -> Result<Vec<
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let name = if stem == format!("transfer-k{k}") {
+        let name = if stem == instance.key_stem() {
             format!("{stem}-sample")
         } else {
-            format!("transfer-k{k}-sample-{stem}")
+            format!("{instance}-sample-{stem}")
         };
         cases.push((
             name,
-            Kind::Transfer,
-            k,
-            format!("sample request {file}, development keys keys/transfer-k{k}"),
-            body,
+            *instance,
+            format!("sample request {file}, development keys keys/{instance}"),
+            body.clone(),
         ));
     }
-    for &kind in &opts.generated_circuits {
-        for &k in &opts.generated_ks {
-            let sender = k / 2;
-            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(opts.seed.wrapping_add(k as u64));
-            let inputs = PaymentInputs::generate(kind, k, sender, 25, 1000, &mut rng);
-            let body = serde_json::to_vec(&request::to_request_json(&inputs))?;
-            let source = format!(
-                "generated request (seed {}, sender {sender}), development keys keys/{kind}-k{k}",
-                opts.seed
-            );
-            cases.push((format!("{kind}-k{k}-generated"), kind, k, source, body));
-        }
+    for &instance in &opts.generated {
+        // The seed and sender each k had before the registry, so the fixtures stay the same.
+        let size = instance.k().unwrap_or(0);
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(opts.seed.wrapping_add(size as u64));
+        let spec = RequestSpec {
+            sender: instance.k().map(|k| k / 2),
+            ..RequestSpec::default()
+        };
+        let body = instance
+            .generate(&spec, &mut rng)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("generating a {instance} request"))?;
+        let source = format!(
+            "generated request (seed {}), development keys keys/{instance}",
+            opts.seed
+        );
+        cases.push((
+            format!("{instance}-generated"),
+            instance,
+            source,
+            serde_json::to_vec(&body)?,
+        ));
     }
     ensure!(
         !cases.is_empty(),
-        "nothing to prove: give --sample FILE or --ks"
+        "nothing to prove: give --sample FILE or instances to generate"
     );
 
     // Refuse a bad request before loading keys.
     let prepared = cases
         .iter()
-        .map(|(name, kind, k, _, body)| {
-            enygma_prover::prepare(*kind, *k, body).with_context(|| name.clone())
+        .map(|(name, instance, _, body)| {
+            enygma_prover::prepare(*instance, body).with_context(|| name.clone())
         })
         .collect::<Result<Vec<_>>>()?;
-    let prover = Prover::load_or_create(&opts.keys_dir).context("loading keys")?;
+    let mut instances: Vec<Instance> = Vec::new();
+    for (_, instance, _, _) in &cases {
+        if !instances.contains(instance) {
+            instances.push(*instance);
+        }
+    }
+    let prover = Prover::load(&opts.keys_dir, &instances, keys::MissingKeys::Create)
+        .context("loading keys")?;
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
-    for ((name, kind, k, source, _), prepared) in cases.iter().zip(&prepared) {
-        let vk = load_vk(&opts.keys_dir, *kind, *k)?;
+    for ((name, instance, source, _), prepared) in cases.iter().zip(&prepared) {
+        let vk = load_vk(&opts.keys_dir, *instance)?;
         let (response, timings) = prover.prove(prepared).with_context(|| name.clone())?;
         let response_json = serde_json::to_string_pretty(&response)?;
         let pvk = enygma_verifier::PreparedVerifyingKey::from(vk.clone());
         ensure!(
             enygma_verifier::verify_response(&pvk, &response_json)?,
             "{name}: the proof does not verify against {}",
-            keys::KeyPaths::new(&opts.keys_dir, *kind, *k)
+            keys::KeyPaths::new(&opts.keys_dir, *instance)
                 .verifying
                 .display()
         );
-        let contract = solidity::contract_name(kind.name(), *k);
+        let contract = instance.contract_name();
+        let [(vk_file, _), (sol_file, _)] = committed_exports(*instance);
         let fixture = Fixture {
             name,
-            k: Some(*k),
+            k: instance.k(),
             source,
             contract_name: &contract,
             vk: &vk,
             response_json: &response_json,
+            committed: Some(CommittedExports {
+                verification_key: &vk_file,
+                solidity: &sol_file,
+            }),
         };
         let out = write_fixture(dir, &fixture).with_context(|| name.clone())?;
-        eprintln!("{}: {kind} k={k}, prove {:?}", out.display(), timings.prove);
+        eprintln!("{}: {instance}, prove {:?}", out.display(), timings.prove);
         written.push(out);
     }
     Ok(written)

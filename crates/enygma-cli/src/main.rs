@@ -1,5 +1,5 @@
 //! `enygma`: development keys, proofs, request pools and verifier artifacts for the Enygma
-//! transfer, deposit and withdraw circuits.
+//! statements of the registry (`enygma_prover::statements`).
 
 mod export;
 
@@ -12,88 +12,106 @@ use std::{
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use enygma_circuit::payment::PaymentInputs;
-use enygma_prover::{keys, request, CircuitShape, Kind, ProofResponse, Prover, SUPPORTED_K};
+use enygma_prover::{
+    keys,
+    statements::{self, Instance, RequestSpec},
+    CircuitShape, ProofResponse, Prover,
+};
 use rand::SeedableRng;
 
 #[derive(Parser)]
 #[command(
     name = "enygma",
     version,
-    about = "Groth16 prover for the Rayls Enygma transfer, deposit and withdraw circuits"
+    about = "Groth16 prover for the Rayls Enygma statements (`enygma info` lists them)"
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// `--circuit` and `--k`: which statement instance.
+#[derive(clap::Args, Clone, Debug)]
+struct CircuitArgs {
+    /// A statement (`enygma info` lists them), or a key stem such as transfer-k6.
+    #[arg(long, default_value = statements::DEFAULT_STATEMENT)]
+    circuit: String,
+    /// The size k, for a statement that has sizes (not needed with a key stem).
+    #[arg(long)]
+    k: Option<usize>,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Make the development proving and verifying keys of every statement and k (overwrites
+    /// Make the development proving and verifying keys of every statement instance (overwrites
     /// existing ones), with their snarkjs keys and Solidity verifiers (as `export-vk` makes them).
     Setup {
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
         keys_dir: PathBuf,
         /// Only create missing keys; check the existing ones against the circuit instead.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "exports_only")]
         keep_existing: bool,
+        /// Only rewrite the snarkjs keys and Solidity verifiers from the verifying keys there.
+        #[arg(long)]
+        exports_only: bool,
     },
-    /// Prove a request (a file, or - for standard input) and print the response JSON.
+    /// Prove a request (a file, or - for standard input) and print the response JSON. Without
+    /// --k, k comes from the request when the statement can tell (the length of a payment
+    /// request's `anonymity_set`).
     Prove {
         input: String,
-        #[arg(long, value_enum, default_value = "transfer")]
-        circuit: export::CircuitArg,
-        /// Anonymity-set size; by default the length of the request's `anonymity_set`.
+        #[command(flatten)]
+        circuit: CircuitArgs,
+        #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
+        keys_dir: PathBuf,
+    },
+    /// Verify a response (a file, or -) against the verifying key of the statement instance
+    /// given. Exits 0 only if valid.
+    Verify {
+        input: String,
+        /// A statement (with --k if it has sizes) or a key stem such as transfer-k6.
+        #[arg(long)]
+        circuit: String,
         #[arg(long)]
         k: Option<usize>,
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
         keys_dir: PathBuf,
     },
-    /// Verify a response (a file, or -); the statement and k are inferred from the length of
-    /// `public_signal` (8k + 2 transfer, 8k + 3 deposit, 8k + 12 withdraw). Exits 0 only if valid.
-    Verify {
-        input: String,
-        #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
-        keys_dir: PathBuf,
-    },
     /// Write valid, distinct requests (a pool for tests and load tests).
     GenRequest {
-        #[arg(long, value_enum, default_value = "transfer")]
-        circuit: export::CircuitArg,
-        #[arg(long)]
-        k: usize,
+        #[command(flatten)]
+        circuit: CircuitArgs,
         #[arg(long)]
         seed: u64,
-        /// The sender's index in the anonymity set; by default it varies across the pool.
+        /// The sender's index in the anonymity set (payment statements); by default it varies
+        /// across the pool.
         #[arg(long)]
         sender_index: Option<usize>,
-        #[arg(long, default_value_t = 25)]
+        #[arg(long, default_value_t = RequestSpec::default().amount)]
         amount: u64,
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = RequestSpec::default().balance)]
         balance: u64,
-        /// Number of requests; with --out they go to DIR/request-{k}-{i}.json.
+        /// Number of requests; with --out they go to DIR/{stem}-{i}.json (transfer-k6-0.json).
         #[arg(long, default_value_t = 1)]
         count: usize,
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Print the size of every statement's circuit for every k.
+    /// Print the size of the circuit of every statement instance.
     Info {
         #[arg(long)]
         json: bool,
     },
     /// Print (or write) a verifying key as a snarkjs key, a Solidity verifier or arkworks bytes.
-    /// Reads only the verifying key KEYS_DIR/{circuit}-k{k}.vk.
+    /// Reads only the verifying key KEYS_DIR/{stem}.vk.
     ExportVk {
-        #[arg(long, value_enum, default_value = "transfer")]
-        circuit: export::CircuitArg,
-        #[arg(long)]
-        k: usize,
+        #[command(flatten)]
+        circuit: CircuitArgs,
         #[arg(long, value_enum)]
         format: export::VkFormatArg,
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
         keys_dir: PathBuf,
-        /// Solidity contract name (default Enygma{Circuit}VerifierK{k}, e.g. EnygmaTransferVerifierK6).
+        /// Solidity contract name (default the instance's, e.g. EnygmaTransferVerifierK6).
         #[arg(long)]
         contract: Option<String>,
         /// Write here instead of standard output (the bytes are the same).
@@ -109,26 +127,26 @@ enum Command {
         #[arg(long)]
         out_dir: Option<PathBuf>,
     },
-    /// Prove sample transfer requests and one generated request per statement and k with the keys
-    /// in KEYS_DIR and write them as fixtures for verifier-tests/ (snarkjs and the Solidity
+    /// Prove sample requests and one generated request per statement instance with the keys in
+    /// KEYS_DIR and write them as fixtures for verifier-tests/ (snarkjs and the Solidity
     /// verifier in an EVM).
     VerifierFixtures {
         /// Output directory; one subdirectory per proof.
         dir: PathBuf,
-        /// A request to prove (k from its anonymity_set); repeatable.
+        /// A request to prove (of --sample-circuit; k from the request); repeatable.
         #[arg(long)]
         sample: Vec<PathBuf>,
-        /// The k's of the generated requests, comma-separated (`--ks` alone: none).
-        #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "2,3,4,5,6")]
-        ks: Vec<usize>,
-        /// The statements of the generated requests, comma-separated.
-        #[arg(
-            long,
-            value_enum,
-            value_delimiter = ',',
-            default_value = "transfer,deposit,withdraw"
-        )]
-        circuits: Vec<export::CircuitArg>,
+        /// The statement of the --sample requests.
+        #[arg(long, default_value = statements::DEFAULT_STATEMENT)]
+        sample_circuit: String,
+        /// The instances to generate a request for: statements and key stems, comma-separated,
+        /// or `none` [default: every instance].
+        #[arg(long)]
+        circuits: Option<String>,
+        /// Only the instances of these sizes k, comma-separated; `--ks` alone: no instance with
+        /// a size (statements without sizes are kept either way).
+        #[arg(long, value_delimiter = ',', num_args = 0..)]
+        ks: Option<Vec<usize>>,
         #[arg(long, default_value_t = 5)]
         seed: u64,
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
@@ -136,13 +154,25 @@ enum Command {
     },
 }
 
-/// k of a request body: the length of its `anonymity_set`.
-fn request_k(body: &[u8]) -> Option<usize> {
-    serde_json::from_slice::<serde_json::Value>(body)
-        .ok()?
-        .get("anonymity_set")?
-        .as_array()
-        .map(Vec::len)
+/// The instance `circuit` (a statement name or a key stem) and `k` name. Without `k`, a sized
+/// statement takes `size_from` (for example the request's own size).
+fn instance_of(circuit: &str, k: Option<usize>, size_from: Option<usize>) -> Result<Instance> {
+    if let Some(statement) = statements::by_name(circuit) {
+        let k = k.or(size_from.filter(|_| statement.descriptor().sizes.is_some()));
+        return Instance::new(statement, k).map_err(anyhow::Error::msg);
+    }
+    let instance = statements::by_stem(circuit)
+        .ok_or_else(|| anyhow::anyhow!(statements::unknown(circuit)))?;
+    if k.is_some_and(|k| instance.k() != Some(k)) {
+        bail!("--k contradicts --circuit {circuit}");
+    }
+    Ok(instance)
+}
+
+/// The size a request body tells, for a statement that can tell.
+fn request_size(circuit: &str, body: &[u8]) -> Option<usize> {
+    let statement = statements::by_name(circuit)?;
+    statement.size_of_request(&serde_json::from_slice(body).ok()?)
 }
 
 fn read_input(input: &str) -> Result<Vec<u8>> {
@@ -155,16 +185,8 @@ fn read_input(input: &str) -> Result<Vec<u8>> {
     }
 }
 
-fn load_prover(keys_dir: &Path) -> Result<Prover> {
-    Prover::load_or_create(keys_dir).context("loading keys")
-}
-
-/// The statement and k whose circuits have `n` public inputs.
-fn statement_of(n: usize) -> Option<(Kind, usize)> {
-    Kind::ALL
-        .into_iter()
-        .flat_map(|kind| SUPPORTED_K.map(move |k| (kind, k)))
-        .find(|(kind, k)| kind.num_public_inputs(*k) == n)
+fn load_prover(keys_dir: &Path, instances: &[Instance]) -> Result<Prover> {
+    Prover::load(keys_dir, instances, keys::MissingKeys::Create).context("loading keys")
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -172,65 +194,67 @@ fn run(cli: Cli) -> Result<()> {
         Command::Setup {
             keys_dir,
             keep_existing,
+            exports_only,
         } => {
+            if exports_only {
+                for instance in statements::instances() {
+                    export::write_committed_exports(&keys_dir, instance)?;
+                    eprintln!("{instance}: snarkjs key and Solidity verifier written");
+                }
+                return Ok(());
+            }
             eprintln!("making DEVELOPMENT keys from the fixed public seed: not for production");
             if keep_existing {
-                load_prover(&keys_dir)?;
+                Prover::load_or_create(&keys_dir).context("loading keys")?;
                 eprintln!(
-                    "keys of every statement for k=2..6 are present in {} and match the circuits",
+                    "keys of every statement instance are present in {} and match the circuits",
                     keys_dir.display()
                 );
                 return Ok(());
             }
-            for kind in Kind::ALL {
-                for k in SUPPORTED_K {
-                    let pk = keys::generate(kind, k)?;
-                    keys::save(&keys_dir, kind, k, &pk)?;
-                    export::write_committed_exports(&keys_dir, kind, k)?;
-                    eprintln!(
-                        "{kind} k={k}: keys, snarkjs key and Solidity verifier written to {}",
-                        keys_dir.display()
-                    );
-                }
+            for instance in statements::instances() {
+                let pk = keys::generate(instance)?;
+                keys::save(&keys_dir, instance, &pk)?;
+                export::write_committed_exports(&keys_dir, instance)?;
+                eprintln!(
+                    "{instance}: keys, snarkjs key and Solidity verifier written to {}",
+                    keys_dir.display()
+                );
             }
         }
         Command::Prove {
+            input,
+            circuit: CircuitArgs { circuit, k },
+            keys_dir,
+        } => {
+            let body = read_input(&input)?;
+            let instance = instance_of(&circuit, k, request_size(&circuit, &body))?;
+            // Refuse bad requests before loading any key.
+            let prepared = enygma_prover::prepare(instance, &body)?;
+            let prover = load_prover(&keys_dir, &[instance])?;
+            let (response, timings) = prover.prove(&prepared)?;
+            eprintln!(
+                "{instance}: witness {:?}, prove {:?}",
+                timings.witness, timings.prove
+            );
+            println!("{}", serde_json::to_string_pretty(&response)?);
+        }
+        Command::Verify {
             input,
             circuit,
             k,
             keys_dir,
         } => {
-            let kind = Kind::from(circuit);
-            let body = read_input(&input)?;
-            let k = match k {
-                Some(k) => k,
-                None => request_k(&body).context("cannot infer k: pass --k")?,
-            };
-            // Refuse bad requests before loading any key.
-            let prepared = enygma_prover::prepare(kind, k, &body)?;
-            let prover = load_prover(&keys_dir)?;
-            let (response, timings) = prover.prove(&prepared)?;
-            eprintln!(
-                "{kind} k={k}: witness {:?}, prove {:?}",
-                timings.witness, timings.prove
-            );
-            println!("{}", serde_json::to_string_pretty(&response)?);
-        }
-        Command::Verify { input, keys_dir } => {
+            let instance = instance_of(&circuit, k, None)?;
             let response: ProofResponse =
                 serde_json::from_slice(&read_input(&input)?).context("not a proof response")?;
-            let n = response.public_signal.len();
-            let Some((kind, k)) = statement_of(n) else {
-                bail!("public_signal has {n} elements: not 8k + 2, 8k + 3 or 8k + 12 for any k in 2..=6");
-            };
-            if !load_prover(&keys_dir)?.verify(kind, k, &response)? {
-                bail!("the proof does not verify ({kind} k={k})");
+            if !load_prover(&keys_dir, &[instance])?.verify(instance, &response)? {
+                bail!("the proof does not verify ({instance})");
             }
-            eprintln!("valid ({kind} k={k})");
+            eprintln!("valid ({instance})");
         }
         Command::GenRequest {
-            circuit,
-            k,
+            circuit: CircuitArgs { circuit, k },
             seed,
             sender_index,
             amount,
@@ -238,56 +262,54 @@ fn run(cli: Cli) -> Result<()> {
             count,
             out,
         } => {
-            let kind = Kind::from(circuit);
-            if !SUPPORTED_K.contains(&k) {
-                bail!("k value not supported: must be between 2 and 6");
-            }
-            if sender_index.is_some_and(|s| s >= k) || (kind != Kind::Withdraw && amount > balance)
-            {
-                bail!("need sender-index < k and (but for a withdraw) amount <= balance");
-            }
+            let instance = instance_of(&circuit, k, None)?;
             let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
             if let Some(dir) = &out {
                 fs::create_dir_all(dir)?;
             }
-            for i in 0..count {
-                let sender = sender_index.unwrap_or(i % k);
-                let inputs = PaymentInputs::generate(kind, k, sender, amount, balance, &mut rng);
-                let json = serde_json::to_string_pretty(&request::to_request_json(&inputs))?;
+            for index in 0..count {
+                let spec = RequestSpec {
+                    index,
+                    sender: sender_index,
+                    amount,
+                    balance,
+                };
+                let body = instance
+                    .generate(&spec, &mut rng)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("cannot generate a {instance} request"))?;
+                let json = serde_json::to_string_pretty(&body)?;
                 match &out {
-                    Some(dir) => fs::write(dir.join(format!("request-{k}-{i}.json")), json)?,
+                    Some(dir) => fs::write(dir.join(format!("{instance}-{index}.json")), json)?,
                     None => println!("{json}"),
                 }
             }
         }
         Command::Info { json } => {
-            let info = Kind::ALL
-                .into_iter()
-                .flat_map(|kind| {
-                    SUPPORTED_K.map(move |k| CircuitShape::build(kind, k).map(|s| s.info))
-                })
+            let shapes = statements::instances()
+                .map(CircuitShape::build)
                 .collect::<Result<Vec<_>, _>>()?;
             if json {
+                let info: Vec<_> = shapes.iter().map(|s| &s.info).collect();
                 println!("{}", serde_json::to_string_pretty(&info)?);
             } else {
-                for i in info {
+                for CircuitShape { instance, info, .. } in &shapes {
                     println!(
-                        "{} k={}: {} constraints, {} witness variables, {} public inputs",
-                        i.circuit, i.k, i.constraints, i.witness_variables, i.public_inputs
+                        "{instance}: {} constraints, {} witness variables, {} public inputs",
+                        info.constraints, info.witness_variables, info.public_inputs
                     );
                 }
             }
         }
         Command::ExportVk {
-            circuit,
-            k,
+            circuit: CircuitArgs { circuit, k },
             format,
             keys_dir,
             contract,
             out,
         } => {
-            let bytes =
-                export::export_vk(&keys_dir, circuit.into(), k, format, contract.as_deref())?;
+            let instance = instance_of(&circuit, k, None)?;
+            let bytes = export::export_vk(&keys_dir, instance, format, contract.as_deref())?;
             export::write_output(out.as_deref(), &bytes)?;
         }
         Command::ExportProof {
@@ -300,17 +322,39 @@ fn run(cli: Cli) -> Result<()> {
         Command::VerifierFixtures {
             dir,
             sample,
-            ks,
+            sample_circuit,
             circuits,
+            ks,
             seed,
             keys_dir,
         } => {
-            let generated_circuits = circuits.into_iter().map(Kind::from).collect();
+            let chosen = match circuits.as_deref().map(str::trim) {
+                None => statements::instances().collect(),
+                Some("none") | Some("") => Vec::new(),
+                Some(list) => statements::resolve_list(list).map_err(anyhow::Error::msg)?,
+            };
+            let generated = chosen
+                .into_iter()
+                .filter(|i| match (&ks, i.k()) {
+                    (Some(ks), Some(k)) => ks.contains(&k),
+                    _ => true,
+                })
+                .collect();
+            let samples = sample
+                .into_iter()
+                .map(|path| {
+                    let body =
+                        fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+                    let instance =
+                        instance_of(&sample_circuit, None, request_size(&sample_circuit, &body))
+                            .with_context(|| path.display().to_string())?;
+                    Ok((path, instance, body))
+                })
+                .collect::<Result<Vec<_>>>()?;
             let opts = export::FixtureOptions {
                 keys_dir,
-                samples: sample,
-                generated_ks: ks,
-                generated_circuits,
+                samples,
+                generated,
                 seed,
             };
             export::write_verifier_fixtures(&dir, &opts)?;

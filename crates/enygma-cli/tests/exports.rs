@@ -7,8 +7,11 @@ use std::{
     process::{Command, Output},
 };
 
-use enygma_prover::{keys, Kind, SUPPORTED_K};
-use enygma_verifier::{snarkjs, solidity};
+use enygma_prover::{
+    keys,
+    statements::{self, Instance},
+};
+use enygma_verifier::snarkjs;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -41,38 +44,26 @@ fn enygma_ok(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// (file in keys/, --format) of every committed export of a statement's k.
-fn committed_exports(kind: Kind, k: usize) -> [(String, &'static str); 2] {
+/// (file in keys/, --format) of every committed export of an instance.
+fn committed_exports(instance: Instance) -> [(String, &'static str); 2] {
     [
-        (format!("{kind}-k{k}.verification_key.json"), "snarkjs"),
-        (
-            format!("{}.sol", solidity::contract_name(kind.name(), k)),
-            "solidity",
-        ),
+        (format!("{instance}.verification_key.json"), "snarkjs"),
+        (format!("{}.sol", instance.contract_name()), "solidity"),
     ]
-}
-
-/// Every (statement, k) with committed keys.
-fn circuits() -> impl Iterator<Item = (Kind, usize)> {
-    Kind::ALL
-        .into_iter()
-        .flat_map(|kind| SUPPORTED_K.map(move |k| (kind, k)))
 }
 
 #[test]
 fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
     let dir = keys_dir();
     let dir_arg = dir.to_str().unwrap();
-    for (kind, k) in circuits() {
-        for (file, format) in committed_exports(kind, k) {
+    for instance in statements::instances() {
+        for (file, format) in committed_exports(instance) {
             let committed =
                 std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("keys/{file}: {e}"));
             let exported = enygma_ok(&[
                 "export-vk",
                 "--circuit",
-                kind.name(),
-                "--k",
-                &k.to_string(),
+                &instance.key_stem(),
                 "--format",
                 format,
                 "--keys-dir",
@@ -80,8 +71,8 @@ fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
             ]);
             assert!(
                 committed == exported,
-                "keys/{file} differs from `enygma export-vk --circuit {kind} --k {k} --format {format}`: regenerate it with\n  \
-                 enygma export-vk --circuit {kind} --k {k} --format {format} --out keys/{file}\n\
+                "keys/{file} differs from `enygma export-vk --circuit {instance} --format {format}`: regenerate it with\n  \
+                 enygma setup --exports-only\n\
                  (`enygma setup` rewrites keys and exports together)"
             );
         }
@@ -91,25 +82,25 @@ fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
 #[test]
 fn committed_snarkjs_keys_read_back_to_the_committed_verifying_keys() {
     let dir = keys_dir();
-    for (kind, k) in circuits() {
-        let vk = keys::load_verifying_key(&keys::KeyPaths::new(&dir, kind, k).verifying).unwrap();
-        let json = std::fs::read_to_string(dir.join(format!("{kind}-k{k}.verification_key.json")))
-            .unwrap();
+    for instance in statements::instances() {
+        let vk = keys::load_verifying_key(&keys::KeyPaths::new(&dir, instance).verifying).unwrap();
+        let json =
+            std::fs::read_to_string(dir.join(format!("{instance}.verification_key.json"))).unwrap();
         assert_eq!(
             snarkjs::vk_from_snarkjs_json(&json).unwrap(),
             vk,
-            "{kind} k={k}"
+            "{instance}"
         );
         assert_eq!(
             enygma_verifier::num_public_inputs(&vk),
-            kind.num_public_inputs(k)
+            instance.num_public_inputs()
         );
-        let contract = solidity::contract_name(kind.name(), k);
+        let contract = instance.contract_name();
         let sol = std::fs::read_to_string(dir.join(format!("{contract}.sol"))).unwrap();
         assert!(sol.contains(&format!("contract {contract} {{")));
         assert!(sol.contains(&format!(
             "uint256 public constant PUBLIC_INPUTS = {};",
-            kind.num_public_inputs(k)
+            instance.num_public_inputs()
         )));
     }
 }
@@ -249,11 +240,30 @@ fn fixtures_and_export_proof_round_trip_a_real_proof() {
     enygma_ok(&[
         "verify",
         response.to_str().unwrap(),
+        "--circuit",
+        "transfer",
+        "--k",
+        "2",
         "--keys-dir",
         dir.to_str().unwrap(),
     ]);
-    // The deposit and withdraw fixtures too: `verify` tells the statement by the number of
-    // public inputs, and the fixtures hold those statements' committed verifiers.
+    // The statement is explicit: the transfer proof against the deposit key is refused.
+    let wrong = enygma(&[
+        "verify",
+        response.to_str().unwrap(),
+        "--circuit",
+        "deposit-k2",
+        "--keys-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(!wrong.status.success());
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr)
+            .contains("public_signal: expected 19 elements, got 18"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
+    // The deposit and withdraw fixtures too, with those statements' committed verifiers.
     for (kind, contract) in [
         ("deposit", "EnygmaDepositVerifierK2"),
         ("withdraw", "EnygmaWithdrawVerifierK2"),
@@ -262,6 +272,8 @@ fn fixtures_and_export_proof_round_trip_a_real_proof() {
         let out = enygma(&[
             "verify",
             fx.join("response.json").to_str().unwrap(),
+            "--circuit",
+            &format!("{kind}-k2"),
             "--keys-dir",
             dir.to_str().unwrap(),
         ]);
@@ -270,7 +282,7 @@ fn fixtures_and_export_proof_round_trip_a_real_proof() {
             "{kind}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("valid ({kind} k=2)")));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("valid ({kind}-k2)")));
         let sol = std::fs::read_to_string(fx.join("Verifier.sol")).unwrap();
         assert_eq!(
             sol,
@@ -300,5 +312,61 @@ fn fixtures_and_export_proof_round_trip_a_real_proof() {
     assert!(!enygma(&["export-proof", bad.to_str().unwrap()])
         .status
         .success());
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// `gen-request` writes valid requests of the instance `--circuit` names (a key stem, or a
+/// statement with `--k`), and refuses names the registry does not have.
+#[test]
+fn gen_request_names_its_instance_by_stem_or_statement_and_k() {
+    let tmp = std::env::temp_dir().join(format!("enygma-cli-gen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let out = tmp.to_str().unwrap();
+    let args = ["--seed", "1", "--count", "2", "--out", out];
+    enygma_ok(&[&["gen-request", "--circuit", "withdraw-k3"][..], &args].concat());
+    let withdraw3 = statements::by_stem("withdraw-k3").unwrap();
+    let first = std::fs::read(tmp.join("withdraw-k3-0.json")).unwrap();
+    for i in 0..2 {
+        let body = std::fs::read(tmp.join(format!("withdraw-k3-{i}.json"))).unwrap();
+        enygma_prover::prepare(withdraw3, &body).unwrap_or_else(|e| panic!("request {i}: {e}"));
+    }
+    // The statement and --k name the same instance: the same requests for the same seed.
+    enygma_ok(
+        &[
+            &["gen-request", "--circuit", "withdraw", "--k", "3"][..],
+            &args,
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        std::fs::read(tmp.join("withdraw-k3-0.json")).unwrap(),
+        first
+    );
+
+    let stderr = |args: &[&str]| {
+        let out = enygma(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let unknown = stderr(&["gen-request", "--circuit", "swap", "--seed", "1"]);
+    assert!(unknown.contains("unknown circuit \"swap\""), "{unknown}");
+    assert!(unknown.contains("transfer, deposit, withdraw"), "{unknown}");
+    let no_k = stderr(&["gen-request", "--circuit", "deposit", "--seed", "1"]);
+    assert!(no_k.contains("deposit needs a size k (2 to 6)"), "{no_k}");
+    let contradiction = stderr(&[
+        "gen-request",
+        "--circuit",
+        "deposit-k2",
+        "--k",
+        "3",
+        "--seed",
+        "1",
+    ]);
+    assert!(contradiction.contains("--k contradicts"), "{contradiction}");
+    let bad_k = stderr(&["gen-request", "--k", "7", "--seed", "1"]);
+    assert!(
+        bad_k.contains("k value not supported: must be between 2 and 6"),
+        "{bad_k}"
+    );
     std::fs::remove_dir_all(&tmp).unwrap();
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use enygma_prover::statements;
 
 use crate::duration::parse_duration;
 use crate::schedule::ScheduleSpec;
@@ -51,6 +52,23 @@ fn dur(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
+/// `--endpoint`: a path (`/generateProofTransfer-6`), or a statement instance's key stem
+/// (`transfer-k6`, see `enygma_prover::statements`) for its proving path.
+fn endpoint(s: &str) -> Result<String, String> {
+    if s.starts_with('/') {
+        return Ok(s.to_string());
+    }
+    statements::by_stem(s)
+        .map(|instance| instance.prove_path())
+        .ok_or_else(|| {
+            let stems: Vec<String> = statements::instances().map(|i| i.key_stem()).collect();
+            format!(
+                "{s:?} is neither a path (/...) nor a key stem ({})",
+                stems.join(", ")
+            )
+        })
+}
+
 /// A comma-separated list given as one argument (`1,2,4,8,16`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct List<T>(pub Vec<T>);
@@ -88,8 +106,9 @@ fn rates(s: &str) -> Result<List<f64>, String> {
 /// What load to offer; shared by `run` and `ab`.
 #[derive(Args, Debug, Clone)]
 pub struct ScheduleArgs {
-    /// Route to POST request bodies to.
-    #[arg(long, default_value = "/generateProofTransfer-6")]
+    /// Route to POST request bodies to: a path, or the key stem of a statement instance
+    /// (transfer-k6, withdraw-k4, ...) for its proving route.
+    #[arg(long, default_value = statements::DEFAULT_INSTANCE, value_parser = endpoint)]
     pub endpoint: String,
     /// Directory of request bodies (*.json, e.g. from `enygma gen-request`), or a single file.
     /// Workers cycle through them round-robin.
@@ -376,6 +395,38 @@ mod tests {
             .unwrap();
         let Command::Run(r) = c.command else { panic!() };
         assert_eq!(r.schedule.levels.0, vec![1, 2, 4, 8, 16]);
+        // A key stem names its instance's proving route; a path is taken as given.
+        for (given, path) in [
+            ("withdraw-k4", "/generateProofWithdraw-4"),
+            ("/anything-3", "/anything-3"),
+        ] {
+            let c = Cli::try_parse_from([
+                "enygma-loadgen",
+                "run",
+                "--requests",
+                "r",
+                "--out",
+                "o",
+                "--endpoint",
+                given,
+            ])
+            .unwrap();
+            let Command::Run(r) = c.command else { panic!() };
+            assert_eq!(r.schedule.endpoint, path);
+        }
+        let err = Cli::try_parse_from([
+            "enygma-loadgen",
+            "run",
+            "--requests",
+            "r",
+            "--out",
+            "o",
+            "--endpoint",
+            "transfer-k9",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("transfer-k6"), "{err}");
         assert!(Cli::try_parse_from([
             "enygma-loadgen",
             "run",

@@ -1,6 +1,7 @@
-//! A fake prove server for dry runs of the tooling and for this crate's tests: same routes,
-//! flags, `Server-Timing` header, `/readyz` and `/metrics` as enygma-server, but it sleeps
-//! instead of proving (and touches some memory so RSS moves). Never a benchmark of anything.
+//! A fake prove server for dry runs of the tooling and for this crate's tests: the same proving
+//! routes (every statement's, from the registry), flags, `Server-Timing` header, `/readyz` and
+//! `/metrics` as enygma-server, but it sleeps instead of proving (and touches some memory so RSS
+//! moves). Never a benchmark of anything.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -17,6 +18,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+
+use enygma_prover::statements::{self, Action};
 
 use crate::cli::MockArgs;
 
@@ -119,11 +122,17 @@ impl State {
 
     fn metrics(&self) -> String {
         let mut s = format!("# HELP {REQUESTS_METRIC} Requests by route and status.\n# TYPE {REQUESTS_METRIC} counter\n");
-        // Labelled like enygma-server: templated route, k, status.
+        // Labelled like enygma-server: templated route, k (or "none"), status.
         for ((path, status), n) in self.counts.lock().unwrap().iter() {
-            let (route, k) = match path.strip_prefix("/generateProofTransfer-") {
-                Some(k) => ("/generateProofTransfer-{k}", k),
-                None => (path.as_str(), "none"),
+            let (route, k) = match statements::match_path(path) {
+                Some(m) => (
+                    m.route,
+                    m.instance()
+                        .ok()
+                        .and_then(|i| i.k())
+                        .map_or_else(|| "none".to_string(), |k| k.to_string()),
+                ),
+                None => (path.as_str(), "none".to_string()),
             };
             s.push_str(&format!(
                 "{REQUESTS_METRIC}{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}} {n}\n"
@@ -160,12 +169,10 @@ impl State {
             (Method::GET, "/metrics") => {
                 respond(StatusCode::OK, self.metrics(), "text/plain; version=0.0.4")
             }
-            (Method::POST, p) if p.starts_with("/generateProofTransfer-") => {
-                match req.into_body().collect().await {
-                    Ok(b) => self.prove(b.to_bytes()).await,
-                    Err(_) => json_error(StatusCode::BAD_REQUEST, "unreadable body"),
-                }
-            }
+            (Method::POST, p) if is_prove_route(p) => match req.into_body().collect().await {
+                Ok(b) => self.prove(b.to_bytes()).await,
+                Err(_) => json_error(StatusCode::BAD_REQUEST, "unreadable body"),
+            },
             _ => json_error(StatusCode::NOT_FOUND, "not found"),
         };
         *self
@@ -176,6 +183,11 @@ impl State {
             .or_default() += 1;
         resp
     }
+}
+
+/// A statement instance's proving path (`/generateProofTransfer-6`).
+fn is_prove_route(path: &str) -> bool {
+    statements::match_path(path).is_some_and(|m| m.action == Action::Prove && m.instance().is_ok())
 }
 
 /// Entry point of the hidden `enygma-loadgen mock-server`.

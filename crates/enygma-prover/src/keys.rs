@@ -1,14 +1,16 @@
-//! Development keys: one Groth16 proving key and verifying key per statement and anonymity-set
-//! size.
+//! Development keys: one Groth16 proving key and verifying key per statement instance (a
+//! statement and its anonymity-set size k, or a statement without sizes; see
+//! `crate::statements`).
 //!
 //! Keys come from a single-party setup seeded with a fixed, documented seed (like the
 //! reference's own setup): anyone can regenerate them, so they are for development and
 //! testing only. Production keys need a multi-party ceremony.
 //!
-//! Layout under the keys directory, for each statement (`transfer`, `deposit`, `withdraw`) and k:
-//! - `{statement}-k{k}.vk`: the verifying key, compressed arkworks serialization (committed);
-//! - `{statement}-k{k}.pk`: the proving key, uncompressed so that it loads in milliseconds;
-//! - `{statement}-k{k}.pk.sha256`: the SHA-256 of the `.pk` file written with it. A proving key
+//! Layout under the keys directory, for each instance's key stem (`transfer-k6`,
+//! [`Instance::key_stem`]):
+//! - `{stem}.vk`: the verifying key, compressed arkworks serialization (committed);
+//! - `{stem}.pk`: the proving key, uncompressed so that it loads in milliseconds;
+//! - `{stem}.pk.sha256`: the SHA-256 of the `.pk` file written with it. A proving key
 //!   whose digest matches is loaded without point checks (they take tens of seconds); any other
 //!   is loaded with full checks.
 
@@ -22,18 +24,26 @@ use ark_bn254::Bn254;
 use ark_groth16::{ProvingKey, VerifyingKey};
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize, Compress, Validate};
 use ark_snark::SNARK;
-use enygma_circuit::payment::{constraints::PaymentCircuit, Kind};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 
-use crate::qap::Groth16;
+use crate::{qap::Groth16, statements::Instance};
 
-/// The seed of the development keys of a statement for k:
-/// `SHA-256("enygma-prover development keys v1: {statement} k={k}")` feeds ChaCha20, which then
-/// draws Groth16's toxic waste.
-pub fn development_seed(kind: Kind, k: usize) -> [u8; 32] {
-    Sha256::digest(format!("enygma-prover development keys v1: {kind} k={k}")).into()
+/// The seed of the development keys of an instance:
+/// `SHA-256("enygma-prover development keys v1: {statement} k={k}")` (without ` k={k}` for a
+/// statement without sizes) feeds ChaCha20, which then draws Groth16's toxic waste.
+pub fn development_seed(instance: Instance) -> [u8; 32] {
+    Sha256::digest(instance.development_seed_text()).into()
+}
+
+/// What loading does about a missing proving key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissingKeys {
+    /// Create development keys from the public seed (and write them).
+    Create,
+    /// Refuse: production keys must be provided, never made up.
+    Refuse,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,18 +58,20 @@ pub enum KeyError {
         path: PathBuf,
         source: ark_serialize::SerializationError,
     },
-    #[error("key generation for k={k} failed: {reason}")]
-    Setup { k: usize, reason: String },
+    #[error("key generation for {stem} failed: {reason}")]
+    Setup { stem: String, reason: String },
     #[error(
-        "the {kind} keys for k={k} do not match the {kind} circuit ({reason}); delete {dir}/{kind}-k{k}.* \
+        "the {stem} keys do not match the {circuit} circuit ({reason}); delete {dir}/{stem}.* \
          and run `enygma setup` to make new development keys"
     )]
     Mismatch {
-        kind: Kind,
-        k: usize,
+        stem: String,
+        circuit: &'static str,
         dir: String,
         reason: String,
     },
+    #[error("the proving key of {stem} is missing: {path} does not exist (and development keys are not to be created)")]
+    Missing { stem: String, path: PathBuf },
 }
 
 pub struct KeyPaths {
@@ -69,11 +81,12 @@ pub struct KeyPaths {
 }
 
 impl KeyPaths {
-    pub fn new(dir: &Path, kind: Kind, k: usize) -> Self {
+    pub fn new(dir: &Path, instance: Instance) -> Self {
+        let stem = instance.key_stem();
         Self {
-            proving: dir.join(format!("{kind}-k{k}.pk")),
-            proving_digest: dir.join(format!("{kind}-k{k}.pk.sha256")),
-            verifying: dir.join(format!("{kind}-k{k}.vk")),
+            proving: dir.join(format!("{stem}.pk")),
+            proving_digest: dir.join(format!("{stem}.pk.sha256")),
+            verifying: dir.join(format!("{stem}.vk")),
         }
     }
 }
@@ -85,13 +98,13 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
     }
 }
 
-/// Runs the deterministic development setup of `kind` for k, for the oriented reduction the
+/// Runs the deterministic development setup of `instance`, for the oriented reduction the
 /// prover uses ([`crate::qap`]).
-pub fn generate(kind: Kind, k: usize) -> Result<ProvingKey<Bn254>, KeyError> {
-    let mut rng = ChaCha20Rng::from_seed(development_seed(kind, k));
-    let (pk, _) = Groth16::circuit_specific_setup(PaymentCircuit::for_setup(kind, k), &mut rng)
+pub fn generate(instance: Instance) -> Result<ProvingKey<Bn254>, KeyError> {
+    let mut rng = ChaCha20Rng::from_seed(development_seed(instance));
+    let (pk, _) = Groth16::circuit_specific_setup(instance.circuit_for_setup(), &mut rng)
         .map_err(|e| KeyError::Setup {
-            k,
+            stem: instance.key_stem(),
             reason: e.to_string(),
         })?;
     Ok(pk)
@@ -118,9 +131,9 @@ fn serialize<T: CanonicalSerialize>(value: &T, compress: Compress) -> Vec<u8> {
 }
 
 /// Writes the proving key (uncompressed), its digest and the verifying key (compressed).
-pub fn save(dir: &Path, kind: Kind, k: usize, pk: &ProvingKey<Bn254>) -> Result<(), KeyError> {
+pub fn save(dir: &Path, instance: Instance, pk: &ProvingKey<Bn254>) -> Result<(), KeyError> {
     fs::create_dir_all(dir).map_err(io(dir))?;
-    let paths = KeyPaths::new(dir, kind, k);
+    let paths = KeyPaths::new(dir, instance);
     let pk_bytes = serialize(pk, Compress::No);
     write_atomically(&paths.proving, &pk_bytes)?;
     write_atomically(
@@ -161,17 +174,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seeds_differ_per_statement_and_k_and_are_stable() {
-        assert_ne!(
-            development_seed(Kind::Transfer, 2),
-            development_seed(Kind::Transfer, 3)
-        );
-        assert_ne!(
-            development_seed(Kind::Deposit, 2),
-            development_seed(Kind::Withdraw, 2)
-        );
+    fn seeds_differ_per_instance_and_are_stable() {
+        let seeds: std::collections::HashSet<[u8; 32]> = crate::statements::instances()
+            .map(development_seed)
+            .collect();
+        assert_eq!(seeds.len(), crate::statements::instances().count());
+        let transfer6 = crate::statements::instance("transfer", Some(6)).unwrap();
         assert_eq!(
-            hex::encode(development_seed(Kind::Transfer, 6)),
+            hex::encode(development_seed(transfer6)),
             hex::encode(Sha256::digest(
                 b"enygma-prover development keys v1: transfer k=6"
             ))

@@ -1,17 +1,19 @@
-//! The Enygma prover for the transfer, deposit and withdraw statements: strict request parsing,
-//! the native checks, development keys, and Groth16 proofs from cached constraint matrices.
+//! The Enygma prover: the statement registry ([`statements`]), strict request parsing, the
+//! native checks, development keys, and Groth16 proofs from cached constraint matrices.
 //!
 //! Proving is split the way a server needs it:
-//! - [`Prover::prepare`] parses a request and runs every check natively (milliseconds), so a
-//!   bad request is refused before it costs any proving work or a queue slot;
-//! - [`Prover::prove`] synthesizes only the witness (the matrices were built once per statement
-//!   and k at load time) and runs the Groth16 prover on the caller's rayon pool.
+//! - [`prepare`] parses a request of one statement [`Instance`] and runs every check natively
+//!   (milliseconds), so a bad request is refused before it costs any proving work or a queue
+//!   slot;
+//! - [`Prover::prove`] synthesizes only the witness (the matrices were built once per instance
+//!   at load time) and runs the Groth16 prover on the caller's rayon pool.
 
 pub mod fft;
 pub mod groth16;
 pub mod keys;
 pub mod qap;
 pub mod request;
+pub mod statements;
 
 use std::{
     fmt,
@@ -23,15 +25,11 @@ use ark_bn254::Bn254;
 use ark_groth16::{Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
 use ark_snark::SNARK;
 use ark_std::UniformRand;
-pub use enygma_circuit::payment::Kind;
-pub use enygma_circuit::SUPPORTED_K;
-use enygma_circuit::{
-    payment::{constraints::PaymentCircuit, CheckFailure, PaymentInputs},
-    Fr,
-};
+use enygma_circuit::Fr;
 pub use enygma_verifier::ProofResponse;
-pub use keys::KeyError;
+pub use keys::{KeyError, MissingKeys};
 pub use request::RequestError;
+pub use statements::Instance;
 
 /// The tracing filter every binary should use: `RUST_LOG` (default `info`) with arkworks'
 /// `gr1cs` spans always off. Its gadgets carry `#[tracing::instrument(target = "gr1cs")]`; with
@@ -43,15 +41,13 @@ pub fn log_filter() -> String {
 }
 
 /// Why a request was not proved. The messages are safe to return to a client: they name a
-/// field or a check, never a value.
+/// field or a rule, never a value.
 #[derive(Debug)]
 pub enum ProveError {
     /// HTTP 400: the body is not a well-formed request.
     BadRequest(RequestError),
-    /// HTTP 400, with the reference's message.
-    UnsupportedK(usize),
-    /// HTTP 422: a well-formed request whose statement is false.
-    CheckFailed(CheckFailure),
+    /// HTTP 422: a well-formed request whose statement is false; the message names the rule.
+    CheckFailed(String),
     /// HTTP 500.
     Internal(String),
 }
@@ -60,8 +56,7 @@ impl fmt::Display for ProveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BadRequest(e) => e.fmt(f),
-            Self::UnsupportedK(_) => f.write_str("k value not supported: must be between 2 and 6"),
-            Self::CheckFailed(c) => c.fmt(f),
+            Self::CheckFailed(rule) => f.write_str(rule),
             Self::Internal(e) => write!(f, "internal error: {e}"),
         }
     }
@@ -69,35 +64,34 @@ impl fmt::Display for ProveError {
 
 impl std::error::Error for ProveError {}
 
-/// Sizes of one statement's circuit for one k, as `enygma info` reports them.
+/// Sizes of one instance's circuit, as `enygma info` reports them.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CircuitInfo {
-    #[serde(serialize_with = "kind_name")]
-    pub circuit: Kind,
-    pub k: usize,
+    /// The statement's name.
+    pub circuit: &'static str,
+    /// Its size, or `null` for a statement without sizes.
+    pub k: Option<usize>,
     pub constraints: usize,
     pub witness_variables: usize,
     pub public_inputs: usize,
 }
 
-fn kind_name<S: serde::Serializer>(kind: &Kind, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(kind.name())
-}
-
-/// The constraint matrices of one statement and k, built once in setup mode.
+/// The constraint matrices of one instance, built once in setup mode.
 pub struct CircuitShape {
+    pub instance: Instance,
     pub info: CircuitInfo,
     r1cs: groth16::R1cs,
 }
 
 impl CircuitShape {
-    pub fn build(kind: Kind, k: usize) -> Result<Self, ProveError> {
-        let r1cs = groth16::r1cs(PaymentCircuit::for_setup(kind, k))
-            .map_err(|e| ProveError::Internal(format!("{kind} synthesis for k={k}: {e}")))?;
+    pub fn build(instance: Instance) -> Result<Self, ProveError> {
+        let r1cs = groth16::r1cs(instance.circuit_for_setup())
+            .map_err(|e| ProveError::Internal(format!("{instance} synthesis: {e}")))?;
         Ok(Self {
+            instance,
             info: CircuitInfo {
-                circuit: kind,
-                k,
+                circuit: instance.name(),
+                k: instance.k(),
                 constraints: r1cs.num_constraints,
                 witness_variables: r1cs.num_witness_variables,
                 public_inputs: r1cs.num_instance_variables - 1,
@@ -107,7 +101,7 @@ impl CircuitShape {
     }
 }
 
-/// Everything needed to prove and verify one statement for one k.
+/// Everything needed to prove and verify one instance.
 pub struct CircuitKeys {
     pub shape: CircuitShape,
     pub proving_key: ProvingKey<Bn254>,
@@ -119,17 +113,30 @@ impl CircuitKeys {
         &self.proving_key.vk
     }
 
-    /// Loads the keys of `kind` for k from `dir`, creating development keys if the proving key
-    /// is missing, and refuses keys that do not fit the circuit.
-    pub fn load_or_create(dir: &Path, kind: Kind, k: usize) -> Result<Self, KeyError> {
+    /// Loads the keys of `instance` from `dir`, creating development keys if the proving key is
+    /// missing, and refuses keys that do not fit the circuit.
+    pub fn load_or_create(dir: &Path, instance: Instance) -> Result<Self, KeyError> {
+        Self::load(dir, instance, MissingKeys::Create)
+    }
+
+    /// Loads the keys of `instance` from `dir`; a missing proving key is created as a
+    /// development key or refused, as `missing` says. Keys that do not fit the circuit are
+    /// refused.
+    pub fn load(dir: &Path, instance: Instance, missing: MissingKeys) -> Result<Self, KeyError> {
         let mismatch = |reason: String| KeyError::Mismatch {
-            kind,
-            k,
+            stem: instance.key_stem(),
+            circuit: instance.name(),
             dir: dir.display().to_string(),
             reason,
         };
-        let shape = CircuitShape::build(kind, k).map_err(|e| mismatch(e.to_string()))?;
-        let paths = keys::KeyPaths::new(dir, kind, k);
+        let paths = keys::KeyPaths::new(dir, instance);
+        if missing == MissingKeys::Refuse && !paths.proving.exists() {
+            return Err(KeyError::Missing {
+                stem: instance.key_stem(),
+                path: paths.proving,
+            });
+        }
+        let shape = CircuitShape::build(instance).map_err(|e| mismatch(e.to_string()))?;
         let committed_vk = paths
             .verifying
             .exists()
@@ -138,15 +145,15 @@ impl CircuitKeys {
         let proving_key = if paths.proving.exists() {
             keys::load_proving_key(&paths)?
         } else {
-            tracing::warn!(circuit = kind.name(), k, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
-            let pk = keys::generate(kind, k)?;
+            tracing::warn!(circuit = %instance, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
+            let pk = keys::generate(instance)?;
             if committed_vk.as_ref().is_some_and(|vk| *vk != pk.vk) {
                 return Err(mismatch(
                     "the verifying key on disk is not the one the seed gives for this circuit"
                         .into(),
                 ));
             }
-            keys::save(dir, kind, k, &pk)?;
+            keys::save(dir, instance, &pk)?;
             pk
         };
         if committed_vk.is_some_and(|vk| vk != proving_key.vk) {
@@ -187,18 +194,31 @@ fn proof_error(e: enygma_verifier::Error) -> RequestError {
     RequestError { field, reason }
 }
 
-/// A parsed request that passed every native check.
+/// A parsed request that passed every native check of its statement.
 pub struct Prepared {
-    pub kind: Kind,
-    pub k: usize,
-    pub sender_index: usize,
-    inputs: PaymentInputs,
+    pub instance: Instance,
+    /// The statement's own inputs type, erased.
+    pub(crate) inputs: statements::Inputs,
 }
 
 impl Prepared {
-    pub fn public_inputs(&self) -> Vec<Fr> {
-        self.inputs.public_inputs()
+    /// The public inputs in the circuit's order.
+    pub fn public_inputs(&self) -> Result<Vec<Fr>, ProveError> {
+        self.instance
+            .statement()
+            .public_inputs(&self.inputs)
+            .ok_or_else(|| foreign_inputs(self.instance))
     }
+
+    /// The statement's inputs, for a caller that knows their type (`PaymentInputs` for the
+    /// payment statements).
+    pub fn inputs<T: 'static>(&self) -> Option<&T> {
+        self.inputs.downcast_ref()
+    }
+}
+
+fn foreign_inputs(instance: Instance) -> ProveError {
+    ProveError::Internal(format!("inputs of another statement given to {instance}"))
 }
 
 /// Where the time of one proof went.
@@ -210,85 +230,88 @@ pub struct ProveTimings {
     pub prove: Duration,
 }
 
-/// Keys and matrices for every statement and supported k.
+/// Keys and matrices for a set of instances (by default all of them).
 pub struct Prover {
-    /// Indexed by `Kind` (in `Kind::ALL`'s order), then by k − 2.
-    circuits: Vec<Vec<CircuitKeys>>,
+    /// In registry order.
+    circuits: Vec<CircuitKeys>,
 }
 
-/// Parses and checks a request of `kind` for k; no keys needed.
-pub fn prepare(kind: Kind, k: usize, body: &[u8]) -> Result<Prepared, ProveError> {
-    if !SUPPORTED_K.contains(&k) {
-        return Err(ProveError::UnsupportedK(k));
-    }
-    let inputs = request::parse_request(kind, k, body).map_err(ProveError::BadRequest)?;
-    let sender_index = inputs.check().map_err(ProveError::CheckFailed)?;
-    Ok(Prepared {
-        kind,
-        k,
-        sender_index,
-        inputs,
-    })
+/// Parses and checks a request of `instance`; no keys needed.
+pub fn prepare(instance: Instance, body: &[u8]) -> Result<Prepared, ProveError> {
+    let inputs = instance.statement().parse_and_check(instance.k(), body)?;
+    Ok(Prepared { instance, inputs })
 }
 
 impl Prover {
-    /// Loads (or creates) the keys of every statement and k in `keys_dir`. Logs that the keys
-    /// are development keys, every time.
+    /// Loads (or creates) the keys of every instance of every statement in `keys_dir`.
     pub fn load_or_create(keys_dir: &Path) -> Result<Self, KeyError> {
-        tracing::warn!(
-            dir = %keys_dir.display(),
-            "using DEVELOPMENT keys from a single-party setup with a public seed: proofs are not secure for production"
-        );
-        let load = |kind: Kind, k: usize| {
-            let started = Instant::now();
-            let keys = CircuitKeys::load_or_create(keys_dir, kind, k)?;
-            tracing::info!(
-                circuit = kind.name(),
-                k,
-                constraints = keys.shape.info.constraints,
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "keys and matrices loaded"
-            );
-            Ok(keys)
-        };
-        let circuits = Kind::ALL
-            .into_iter()
-            .map(|kind| {
-                SUPPORTED_K
-                    .map(|k| load(kind, k))
-                    .collect::<Result<Vec<_>, KeyError>>()
+        let all: Vec<Instance> = statements::instances().collect();
+        Self::load(keys_dir, &all, MissingKeys::Create)
+    }
+
+    /// Loads the keys of `instances` from `keys_dir`, creating missing ones as development keys
+    /// or refusing to, as `missing` says. Logs that development keys are development keys,
+    /// every time.
+    pub fn load(
+        keys_dir: &Path,
+        instances: &[Instance],
+        missing: MissingKeys,
+    ) -> Result<Self, KeyError> {
+        match missing {
+            MissingKeys::Create => tracing::warn!(
+                dir = %keys_dir.display(),
+                "using DEVELOPMENT keys from a single-party setup with a public seed: proofs are not secure for production"
+            ),
+            MissingKeys::Refuse => tracing::warn!(
+                dir = %keys_dir.display(),
+                "loading existing keys only; keys made by `enygma setup` are DEVELOPMENT keys from a public seed, not for production"
+            ),
+        }
+        let circuits = instances
+            .iter()
+            .map(|&instance| {
+                let started = Instant::now();
+                let keys = CircuitKeys::load(keys_dir, instance, missing)?;
+                tracing::info!(
+                    circuit = %instance,
+                    constraints = keys.shape.info.constraints,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "keys and matrices loaded"
+                );
+                Ok(keys)
             })
             .collect::<Result<Vec<_>, KeyError>>()?;
         Ok(Self { circuits })
     }
 
-    pub fn circuit(&self, kind: Kind, k: usize) -> Option<&CircuitKeys> {
-        let by_k = &self.circuits[Kind::ALL.iter().position(|&c| c == kind)?];
-        SUPPORTED_K
-            .contains(&k)
-            .then(|| &by_k[k - SUPPORTED_K.start()])
+    /// The instances whose keys are loaded.
+    pub fn instances(&self) -> impl Iterator<Item = Instance> + '_ {
+        self.circuits.iter().map(|c| c.shape.instance)
+    }
+
+    pub fn circuit(&self, instance: Instance) -> Option<&CircuitKeys> {
+        self.circuits.iter().find(|c| c.shape.instance == instance)
+    }
+
+    fn keys(&self, instance: Instance) -> Result<&CircuitKeys, ProveError> {
+        self.circuit(instance)
+            .ok_or_else(|| ProveError::Internal(format!("the keys of {instance} are not loaded")))
     }
 
     pub fn info(&self) -> Vec<CircuitInfo> {
-        self.circuits
-            .iter()
-            .flatten()
-            .map(|c| c.shape.info.clone())
-            .collect()
+        self.circuits.iter().map(|c| c.shape.info.clone()).collect()
     }
 
     /// See [`prepare`].
-    pub fn prepare(&self, kind: Kind, k: usize, body: &[u8]) -> Result<Prepared, ProveError> {
-        prepare(kind, k, body)
+    pub fn prepare(&self, instance: Instance, body: &[u8]) -> Result<Prepared, ProveError> {
+        prepare(instance, body)
     }
 
     /// Witness synthesis and the Groth16 proof, on the current rayon pool. The proof is
     /// verified before it is returned: a prover bug surfaces as an internal error, never as an
     /// invalid proof.
     pub fn prove(&self, prepared: &Prepared) -> Result<(ProofResponse, ProveTimings), ProveError> {
-        let keys = self
-            .circuit(prepared.kind, prepared.k)
-            .ok_or(ProveError::UnsupportedK(prepared.k))?;
+        let keys = self.keys(prepared.instance)?;
         let shape = &keys.shape;
         let started = Instant::now();
         let assignment = self.assignment(prepared)?;
@@ -327,37 +350,39 @@ impl Prover {
     }
 
     /// The full assignment (the constant 1, the public inputs, then the witness) from a
-    /// witness-only synthesis: no constraint matrices are built per request.
+    /// witness-only synthesis: no constraint matrices are built per request. Its public inputs
+    /// must be the statement's, in the statement's order.
     pub fn assignment(&self, prepared: &Prepared) -> Result<Vec<Fr>, ProveError> {
-        let shape = &self
-            .circuit(prepared.kind, prepared.k)
-            .ok_or(ProveError::UnsupportedK(prepared.k))?
-            .shape;
-        let assignment =
-            groth16::full_assignment(PaymentCircuit::for_proving(prepared.inputs.clone()))
-                .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
+        let instance = prepared.instance;
+        let shape = &self.keys(instance)?.shape;
+        let circuit = instance
+            .statement()
+            .circuit_for_proving(&prepared.inputs)
+            .ok_or_else(|| foreign_inputs(instance))?;
+        let assignment = groth16::full_assignment(circuit)
+            .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
         if assignment.len() != shape.r1cs.num_instance_variables + shape.r1cs.num_witness_variables
         {
             return Err(ProveError::Internal(
                 "witness size differs from the circuit's".into(),
             ));
         }
+        if assignment[1..shape.r1cs.num_instance_variables] != prepared.public_inputs()? {
+            return Err(ProveError::Internal(format!(
+                "the {instance} circuit's public inputs differ from the statement's"
+            )));
+        }
         Ok(assignment)
     }
 
-    /// Checks a proof in the reference's response format against the verifying key of `kind`
-    /// for k.
-    pub fn verify(
-        &self,
-        kind: Kind,
-        k: usize,
-        response: &ProofResponse,
-    ) -> Result<bool, ProveError> {
-        let keys = self.circuit(kind, k).ok_or(ProveError::UnsupportedK(k))?;
+    /// Checks a proof in the reference's response format against the verifying key of
+    /// `instance`.
+    pub fn verify(&self, instance: Instance, response: &ProofResponse) -> Result<bool, ProveError> {
+        let keys = self.keys(instance)?;
         let (proof, inputs) = response
             .to_proof()
             .map_err(|e| ProveError::BadRequest(proof_error(e)))?;
-        let expected = kind.num_public_inputs(k);
+        let expected = instance.num_public_inputs();
         if inputs.len() != expected {
             return Err(ProveError::BadRequest(RequestError {
                 field: "public_signal".into(),

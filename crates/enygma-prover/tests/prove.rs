@@ -5,9 +5,35 @@ use std::{
     sync::OnceLock,
 };
 
-use enygma_circuit::{payment::PaymentInputs, Fr};
-use enygma_prover::{keys, prepare, request, KeyError, Kind, ProveError, Prover, SUPPORTED_K};
+use enygma_circuit::{
+    payment::{Kind, PaymentInputs},
+    Fr,
+};
+use enygma_prover::{
+    keys, prepare, request::to_decimal, statements, statements::payment::request, Instance,
+    KeyError, ProveError, Prover,
+};
 use rand::SeedableRng;
+
+/// The registry's instance of a payment statement.
+fn instance(kind: Kind, k: usize) -> Instance {
+    let name = match kind {
+        Kind::Transfer => "transfer",
+        Kind::Deposit => "deposit",
+        Kind::Withdraw => "withdraw",
+    };
+    statements::instance(name, Some(k)).unwrap()
+}
+
+/// The sender index the checks found.
+fn sender_of(kind: Kind, k: usize, body: &[u8]) -> usize {
+    prepare(instance(kind, k), body)
+        .unwrap()
+        .inputs::<PaymentInputs>()
+        .expect("payment inputs")
+        .check()
+        .unwrap()
+}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -18,17 +44,23 @@ fn prover() -> &'static Prover {
     P.get_or_init(|| Prover::load_or_create(&repo().join("keys")).expect("keys load"))
 }
 
+/// A reference sample: `$ENYGMA_REFERENCE_DIR/requests`, else `shared/reference` beside the
+/// repository.
 fn sample(name: &str) -> Vec<u8> {
-    std::fs::read(repo().join("../shared/reference/requests").join(name))
-        .expect("reference samples are beside the repo")
+    let dir = std::env::var_os("ENYGMA_REFERENCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/reference"));
+    std::fs::read(dir.join("requests").join(name))
+        .expect("reference samples: set ENYGMA_REFERENCE_DIR or put shared/ beside the repo")
 }
 
 fn prove_and_verify(kind: Kind, k: usize, body: &[u8]) -> enygma_prover::ProofResponse {
-    let prepared = prepare(kind, k, body).unwrap_or_else(|e| panic!("{kind} k={k}: {e}"));
+    let instance = instance(kind, k);
+    let prepared = prepare(instance, body).unwrap_or_else(|e| panic!("{instance}: {e}"));
     let (response, _) = prover().prove(&prepared).unwrap();
     assert!(
-        prover().verify(kind, k, &response).unwrap(),
-        "{kind} k={k}: proof must verify"
+        prover().verify(instance, &response).unwrap(),
+        "{instance}: proof must verify"
     );
     response
 }
@@ -60,7 +92,9 @@ fn reference_samples_prove_and_verify_and_echo_their_public_inputs() {
             let v: num_bigint::BigUint = tampered.public_signal[i].parse().unwrap();
             tampered.public_signal[i] = (v + 1u32).to_string();
             assert!(
-                !prover().verify(Kind::Transfer, k, &tampered).unwrap(),
+                !prover()
+                    .verify(instance(Kind::Transfer, k), &tampered)
+                    .unwrap(),
                 "k={k}: tampered input {i} must not verify"
             );
         }
@@ -70,7 +104,7 @@ fn reference_samples_prove_and_verify_and_echo_their_public_inputs() {
 #[test]
 fn generated_transfers_of_every_k_and_several_senders_prove() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
-    for k in SUPPORTED_K {
+    for k in 2..=6 {
         for sender in [0, k / 2, k - 1] {
             let inputs = PaymentInputs::generate(
                 Kind::Transfer,
@@ -81,8 +115,7 @@ fn generated_transfers_of_every_k_and_several_senders_prove() {
                 &mut rng,
             );
             let body = request::to_request_json(&inputs).to_string();
-            let prepared = prepare(Kind::Transfer, k, body.as_bytes()).unwrap();
-            assert_eq!(prepared.sender_index, sender);
+            assert_eq!(sender_of(Kind::Transfer, k, body.as_bytes()), sender);
             prove_and_verify(Kind::Transfer, k, body.as_bytes());
         }
     }
@@ -92,21 +125,18 @@ fn generated_transfers_of_every_k_and_several_senders_prove() {
 fn generated_deposits_and_withdraws_of_every_k_prove_and_only_verify_as_themselves() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(43);
     for kind in [Kind::Deposit, Kind::Withdraw] {
-        for k in SUPPORTED_K {
+        for k in 2..=6 {
             let sender = k - 1 - k % 2;
             let inputs = PaymentInputs::generate(kind, k, sender, 10 + k as u64, 500, &mut rng);
             let body = request::to_request_json(&inputs).to_string();
-            assert_eq!(
-                prepare(kind, k, body.as_bytes()).unwrap().sender_index,
-                sender
-            );
+            assert_eq!(sender_of(kind, k, body.as_bytes()), sender);
             let response = prove_and_verify(kind, k, body.as_bytes());
             assert_eq!(response.public_signal.len(), kind.num_public_inputs(k));
             let dvp_signal = &response.public_signal[8 * k + 2..];
             let hashes: Vec<String> = match &inputs.dvp {
-                enygma_circuit::payment::Dvp::Deposit(d) => vec![request::to_decimal(&d.hash)],
+                enygma_circuit::payment::Dvp::Deposit(d) => vec![to_decimal(&d.hash)],
                 enygma_circuit::payment::Dvp::Withdraw(w) => {
-                    w.hashes.iter().map(request::to_decimal).collect()
+                    w.hashes.iter().map(to_decimal).collect()
                 }
                 enygma_circuit::payment::Dvp::None => unreachable!(),
             };
@@ -119,13 +149,16 @@ fn generated_deposits_and_withdraws_of_every_k_prove_and_only_verify_as_themselv
             let mut tampered = response.clone();
             tampered.public_signal[8 * k + 2] = "1".into();
             assert!(
-                !prover().verify(kind, k, &tampered).unwrap(),
+                !prover().verify(instance(kind, k), &tampered).unwrap(),
                 "{kind} k={k}: tampered hash must not verify"
             );
             // The other statements' keys refuse it: their public inputs differ in number.
-            for other in Kind::ALL.into_iter().filter(|&o| o != kind) {
+            for other in [Kind::Transfer, Kind::Deposit, Kind::Withdraw]
+                .into_iter()
+                .filter(|&o| o != kind)
+            {
                 assert!(
-                    prover().verify(other, k, &response).is_err(),
+                    prover().verify(instance(other, k), &response).is_err(),
                     "{kind} proof checked as {other}"
                 );
             }
@@ -161,7 +194,7 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
         let refused = |edit: &dyn Fn(&mut Value)| -> String {
             let mut v = body.clone();
             edit(&mut v);
-            match prepare(kind, 3, v.to_string().as_bytes()) {
+            match prepare(instance(kind, 3), v.to_string().as_bytes()) {
                 Err(e @ ProveError::CheckFailed(_)) => e.to_string(),
                 Err(e) => panic!("{kind}: refused as {e:?}, not by a check"),
                 Ok(_) => panic!("{kind}: accepted"),
@@ -197,7 +230,7 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
         over.sender_tx_value = big;
         over.tx_values[1] = enygma_circuit::payment::sender_tx_value(kind, &big);
         let over_body = request::to_request_json(&over).to_string();
-        let e = prepare(kind, 3, over_body.as_bytes())
+        let e = prepare(instance(kind, 3), over_body.as_bytes())
             .err()
             .expect("v ≥ 2^252 must be refused");
         assert!(
@@ -210,8 +243,7 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
         let p = enygma_circuit::babyjubjub::pedersen(&wide.tx_values[0], &wide.tx_random_values[0]);
         wide.tx_commits[0] = (p.x, p.y);
         let e = prepare(
-            kind,
-            3,
+            instance(kind, 3),
             request::to_request_json(&wide).to_string().as_bytes(),
         )
         .err()
@@ -239,9 +271,12 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
                     &t.previous_sender_random_value,
                 );
                 t.previous_commits[1] = (p.x, p.y);
-                let e = prepare(kind, 3, request::to_request_json(&t).to_string().as_bytes())
-                    .err()
-                    .unwrap();
+                let e = prepare(
+                    instance(kind, 3),
+                    request::to_request_json(&t).to_string().as_bytes(),
+                )
+                .err()
+                .unwrap();
                 assert_eq!(e.to_string(), "check 11 (balance range) failed");
             }
             Dvp::Withdraw(_) => {
@@ -303,7 +338,7 @@ fn the_stale_reference_samples_of_deposit_and_withdraw_are_refused_naming_a_fiel
         (Kind::Withdraw, 2, "withdraw-k2.json", "saltsIn: missing"),
         (Kind::Withdraw, 6, "withdraw-k6.json", "saltsIn: missing"),
     ] {
-        match prepare(kind, k, &sample(name)) {
+        match prepare(instance(kind, k), &sample(name)) {
             Err(e @ ProveError::BadRequest(_)) => assert_eq!(e.to_string(), field, "{name}"),
             Err(e) => panic!("{name}: {e}"),
             Ok(_) => panic!("{name} must be refused"),
@@ -313,7 +348,7 @@ fn the_stale_reference_samples_of_deposit_and_withdraw_are_refused_naming_a_fiel
 
 #[test]
 fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
-    let msg = |k: usize, name: &str| match prepare(Kind::Transfer, k, &sample(name)) {
+    let msg = |k: usize, name: &str| match prepare(instance(Kind::Transfer, k), &sample(name)) {
         Err(e) => e,
         Ok(_) => panic!("{name} must be refused"),
     };
@@ -331,23 +366,22 @@ fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
         msg(2, "transfer-k6.json").to_string(),
         "anonymity_set: expected 2 elements, got 6"
     );
+    // There is no k = 7 instance: the registry refuses it with the reference's message.
     assert_eq!(
-        msg(7, "transfer-k6.json").to_string(),
+        statements::instance("transfer", Some(7)).unwrap_err(),
         "k value not supported: must be between 2 and 6"
     );
 }
 
 #[test]
 fn committed_verifying_keys_regenerate_from_the_seed() {
-    for kind in Kind::ALL {
-        for k in SUPPORTED_K {
-            let path = keys::KeyPaths::new(&repo().join("keys"), kind, k).verifying;
-            let committed = keys::load_verifying_key(&path).unwrap();
-            assert!(
-                keys::generate(kind, k).unwrap().vk == committed,
-                "{kind} k={k}: committed verifying key differs from the seed's"
-            );
-        }
+    for instance in statements::instances() {
+        let path = keys::KeyPaths::new(&repo().join("keys"), instance).verifying;
+        let committed = keys::load_verifying_key(&path).unwrap();
+        assert!(
+            keys::generate(instance).unwrap().vk == committed,
+            "{instance}: committed verifying key differs from the seed's"
+        );
     }
 }
 
@@ -355,8 +389,8 @@ fn committed_verifying_keys_regenerate_from_the_seed() {
 fn keys_of_another_circuit_stop_the_load() {
     let dir = std::env::temp_dir().join(format!("enygma-mismatch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let src = keys::KeyPaths::new(&repo().join("keys"), Kind::Transfer, 2);
-    let dst = keys::KeyPaths::new(&dir, Kind::Transfer, 3);
+    let src = keys::KeyPaths::new(&repo().join("keys"), instance(Kind::Transfer, 2));
+    let dst = keys::KeyPaths::new(&dir, instance(Kind::Transfer, 3));
     prover(); // the k=2 keys exist once the shared prover has loaded
     for (a, b) in [
         (&src.proving, &dst.proving),
@@ -365,12 +399,60 @@ fn keys_of_another_circuit_stop_the_load() {
     ] {
         std::fs::copy(a, b).unwrap();
     }
-    let err = enygma_prover::CircuitKeys::load_or_create(&dir, Kind::Transfer, 3)
+    let err = enygma_prover::CircuitKeys::load_or_create(&dir, instance(Kind::Transfer, 3))
         .err()
         .expect("k=2 keys must not load as k=3");
-    assert!(matches!(err, KeyError::Mismatch { k: 3, .. }), "{err}");
+    assert!(
+        matches!(&err, KeyError::Mismatch { stem, .. } if stem == "transfer-k3"),
+        "{err}"
+    );
     assert!(err
         .to_string()
         .contains("do not match the transfer circuit"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn missing_keys_are_refused_when_they_must_not_be_created() {
+    let dir = std::env::temp_dir().join(format!("enygma-missing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t6 = instance(Kind::Transfer, 6);
+    let err = Prover::load(&dir, &[t6], keys::MissingKeys::Refuse)
+        .err()
+        .expect("no keys: refused");
+    assert!(
+        matches!(&err, KeyError::Missing { stem, .. } if stem == "transfer-k6"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("transfer-k6.pk does not exist"),
+        "{err}"
+    );
+    // Nothing was created.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_prover_for_some_instances_proves_those_only() {
+    let t2 = instance(Kind::Transfer, 2);
+    let prover = Prover::load(&repo().join("keys"), &[t2], keys::MissingKeys::Create).unwrap();
+    assert_eq!(prover.instances().collect::<Vec<_>>(), [t2]);
+    let body = sample("transfer-k2.json");
+    let (response, _) = prover.prove(&prepare(t2, &body).unwrap()).unwrap();
+    assert!(prover.verify(t2, &response).unwrap());
+    let d2 = instance(Kind::Deposit, 2);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(45);
+    let deposit = d2
+        .generate(&statements::RequestSpec::default(), &mut rng)
+        .unwrap()
+        .to_string();
+    let err = prover
+        .prove(&prepare(d2, deposit.as_bytes()).unwrap())
+        .err()
+        .expect("deposit keys are not loaded");
+    assert_eq!(
+        err.to_string(),
+        "internal error: the keys of deposit-k2 are not loaded"
+    );
 }

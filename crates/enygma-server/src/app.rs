@@ -15,99 +15,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
+use enygma_prover::statements::{self, Action, Instance};
+
 use crate::admission::{AdmitError, Limiter, Permit, ProveAdmission, Slot};
-use crate::backend::{parse_k, BackendError, Kind, ProofBackend};
+use crate::backend::{BackendError, ProofBackend};
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
-
-/// Route templates (the reference's paths); also the `route` label of the request counter.
-pub const PROVE_ROUTE: &str = "/generateProofTransfer-{k}";
-pub const VERIFY_ROUTE: &str = "/verifyProofTransfer-{k}";
-pub const PROVE_DEPOSIT_ROUTE: &str = "/generateProofDeposit-{k}";
-pub const VERIFY_DEPOSIT_ROUTE: &str = "/verifyProofDeposit-{k}";
-pub const PROVE_WITHDRAW_ROUTE: &str = "/generateProofWithdraw-{k}";
-pub const VERIFY_WITHDRAW_ROUTE: &str = "/verifyProofWithdraw-{k}";
-
-/// Whether a route proves or verifies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Action {
-    Prove,
-    Verify,
-}
-
-/// Every proving and verifying route: (template, path prefix, action, statement).
-const ROUTES: [(&str, &str, Action, Kind); 6] = [
-    (
-        PROVE_ROUTE,
-        "/generateProofTransfer-",
-        Action::Prove,
-        Kind::Transfer,
-    ),
-    (
-        PROVE_DEPOSIT_ROUTE,
-        "/generateProofDeposit-",
-        Action::Prove,
-        Kind::Deposit,
-    ),
-    (
-        PROVE_WITHDRAW_ROUTE,
-        "/generateProofWithdraw-",
-        Action::Prove,
-        Kind::Withdraw,
-    ),
-    (
-        VERIFY_ROUTE,
-        "/verifyProofTransfer-",
-        Action::Verify,
-        Kind::Transfer,
-    ),
-    (
-        VERIFY_DEPOSIT_ROUTE,
-        "/verifyProofDeposit-",
-        Action::Verify,
-        Kind::Deposit,
-    ),
-    (
-        VERIFY_WITHDRAW_ROUTE,
-        "/verifyProofWithdraw-",
-        Action::Verify,
-        Kind::Withdraw,
-    ),
-];
-
-/// The statement's part of its route names: `/generateProof{stem}-{k}`, `/verifyProof{stem}-{k}`.
-pub fn route_stem(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Transfer => "Transfer",
-        Kind::Deposit => "Deposit",
-        Kind::Withdraw => "Withdraw",
-    }
-}
-
-/// The proving route template of a statement.
-pub fn prove_route(kind: Kind) -> &'static str {
-    route_of(Action::Prove, kind)
-}
-
-/// The verifying route template of a statement.
-pub fn verify_route(kind: Kind) -> &'static str {
-    route_of(Action::Verify, kind)
-}
-
-fn route_of(action: Action, kind: Kind) -> &'static str {
-    ROUTES
-        .iter()
-        .find(|r| r.2 == action && r.3 == kind)
-        .map_or("other", |r| r.0)
-}
-
-/// The proving/verifying route a path belongs to: (template, action, statement, raw k).
-fn match_route(path: &str) -> Option<(&'static str, Action, Kind, &str)> {
-    ROUTES.iter().find_map(|&(template, prefix, action, kind)| {
-        path.strip_prefix(prefix)
-            .map(|raw_k| (template, action, kind, raw_k))
-    })
-}
 
 /// gin's JSON content type.
 const JSON: &str = "application/json; charset=utf-8";
@@ -128,11 +41,19 @@ pub struct AppState<B: ProofBackend> {
     pub metrics: Arc<Metrics>,
     draining: AtomicBool,
     body_limit: usize,
+    /// The statement instances this server proves and verifies (`--circuits`); the routes of
+    /// the others answer 404.
+    hosted: Vec<Instance>,
 }
 
 impl<B: ProofBackend> AppState<B> {
-    pub fn new(cfg: &AdmissionConfig, body_limit: usize) -> Result<Self, String> {
-        let metrics = Arc::new(Metrics::new());
+    /// The state of a server that hosts `hosted` (whose backend must load their keys).
+    pub fn new(
+        cfg: &AdmissionConfig,
+        body_limit: usize,
+        hosted: Vec<Instance>,
+    ) -> Result<Self, String> {
+        let metrics = Arc::new(Metrics::for_instances(&hosted));
         Ok(AppState {
             backend: OnceLock::new(),
             prove: ProveAdmission::new(
@@ -152,7 +73,12 @@ impl<B: ProofBackend> AppState<B> {
             metrics,
             draining: AtomicBool::new(false),
             body_limit,
+            hosted,
         })
+    }
+
+    pub fn hosts(&self, instance: Instance) -> bool {
+        self.hosted.contains(&instance)
     }
 
     /// Makes the service ready. Only the first call has an effect.
@@ -179,29 +105,30 @@ impl<B: ProofBackend> AppState<B> {
 
 /// Composes the whole service: routes, the proving pipeline and the per-request observer.
 ///
-/// The three statements (transfer, deposit, withdraw) have the same pipeline and share one
-/// proving admission controller (one cap, one queue: they compete for the same cores) and one
-/// verify limiter; the statement comes from the matched route.
+/// Every statement of the registry (`enygma_prover::statements::ALL`) has its prove and verify
+/// route, registered in one loop; all have the same pipeline and share one proving admission
+/// controller (one cap, one queue: they compete for the same cores) and one verify limiter. The
+/// statement instance comes from the matched path; one this server does not host answers 404.
 ///
 /// Proving requests pass, in order: `observe` (request id, log line, metrics, Server-Timing) →
-/// `intake` (k, readiness, body limit) → `prepare` (an early 503 if the queue is already
+/// `intake` (k, hosted, readiness, body limit) → `prepare` (an early 503 if the queue is already
 /// full, else strict parse and every check, off the runtime) → `admit` (the one shared proving admission controller) → `prove` (the handler:
 /// runs the proof on the slot's rayon pool). Bad requests are refused before admission, so they
 /// never take a queue place. Probes are outside the pipeline: never limited nor queued.
 pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
     let st = &state;
+    let (mut proving, mut verifying) = (Router::new(), Router::new());
+    for statement in statements::all() {
+        let d = statement.descriptor();
+        proving = proving.route(d.prove_route, post(prove::<B>));
+        verifying = verifying.route(d.verify_route, post(verify::<B>));
+    }
     // `route_layer`s run last-added first.
-    let proving = Router::new()
-        .route(PROVE_ROUTE, post(prove::<B>))
-        .route(PROVE_DEPOSIT_ROUTE, post(prove::<B>))
-        .route(PROVE_WITHDRAW_ROUTE, post(prove::<B>))
+    let proving = proving
         .route_layer(from_fn_with_state(st.clone(), admit::<B>))
         .route_layer(from_fn_with_state(st.clone(), prepare::<B>))
         .route_layer(from_fn_with_state(st.clone(), intake::<B>));
-    let verifying = Router::new()
-        .route(VERIFY_ROUTE, post(verify::<B>))
-        .route(VERIFY_DEPOSIT_ROUTE, post(verify::<B>))
-        .route(VERIFY_WITHDRAW_ROUTE, post(verify::<B>))
+    let verifying = verifying
         .route_layer(from_fn_with_state(st.clone(), admit_verify::<B>))
         .route_layer(from_fn_with_state(st.clone(), intake::<B>));
     let probes = Router::new()
@@ -278,7 +205,7 @@ impl ApiError {
 impl From<BackendError> for ApiError {
     fn from(e: BackendError) -> Self {
         let status = match e {
-            BackendError::BadRequest(_) | BackendError::UnsupportedK(_) => StatusCode::BAD_REQUEST,
+            BackendError::BadRequest(_) => StatusCode::BAD_REQUEST,
             BackendError::CheckFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
             BackendError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
@@ -308,8 +235,9 @@ pub struct ReqCtx(Arc<Mutex<ReqInfo>>);
 
 #[derive(Default, Clone, Copy)]
 struct ReqInfo {
-    /// The statement, from the route (known as soon as the path matches).
-    kind: Option<Kind>,
+    /// The statement's name, from the route (known as soon as the path matches).
+    statement: Option<&'static str>,
+    /// Set once the path's k is valid.
     k: Option<usize>,
     queue: Option<Duration>,
     witness: Option<Duration>,
@@ -332,7 +260,7 @@ fn route_label(path: &str) -> &'static str {
         "/livez" => "/livez",
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
-        p => match_route(p).map_or("other", |r| r.0),
+        p => statements::match_path(p).map_or("other", |m| m.route),
     }
 }
 
@@ -412,7 +340,7 @@ impl AccessLog {
                     request_id = %self.id,
                     method = %self.method,
                     route = self.route,
-                    statement = info.kind.map(Kind::name),
+                    statement = info.statement,
                     k = info.k.map(|k| k as u64),
                     status,
                     queue_ms = ms(info.queue),
@@ -456,9 +384,9 @@ async fn observe<B: ProofBackend>(
     let id = request_id(req.headers());
     let route = route_label(req.uri().path());
     let ctx = ReqCtx::default();
-    let action = match_route(req.uri().path()).map(|(_, action, kind, _)| {
-        ctx.update(|i| i.kind = Some(kind));
-        action
+    let action = statements::match_path(req.uri().path()).map(|m| {
+        ctx.update(|i| i.statement = Some(m.statement.descriptor().name));
+        m.action
     });
     req.extensions_mut().insert(ctx.clone());
     let mut log = AccessLog {
@@ -490,11 +418,10 @@ async fn observe<B: ProofBackend>(
 // ---------------------------------------------------------------------------------------------
 // Pipeline stages of the proving and verifying routes
 
-/// A request's statement, k and body, read under the body limit.
+/// A request's statement instance and body, read under the body limit.
 #[derive(Clone)]
 struct Intake {
-    kind: Kind,
-    k: usize,
+    instance: Instance,
     body: Bytes,
 }
 
@@ -519,18 +446,26 @@ fn take<T>(cell: &Mutex<Option<T>>) -> Option<T> {
     cell.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
-/// k from the path (the reference's messages), readiness, and the body under the size limit.
+/// The statement instance from the path (k with the reference's messages), whether this server
+/// hosts it, readiness, and the body under the size limit.
 async fn intake<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
     Extension(ctx): Extension<ReqCtx>,
     req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    // The route matched `/<name>-{k}`: the statement is the route's, k everything after its '-'.
-    let (_, _, kind, raw_k) = match_route(req.uri().path())
-        .ok_or_else(|| ApiError::internal("route without a statement"))?;
-    let k = parse_k(raw_k).map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?;
-    ctx.update(|i| i.k = Some(k));
+    // The route is a statement's: the registry tells which, and what stands for its k.
+    let instance = statements::match_path(req.uri().path())
+        .ok_or_else(|| ApiError::internal("route without a statement"))?
+        .instance()
+        .map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?;
+    ctx.update(|i| i.k = instance.k());
+    if !st.hosts(instance) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("circuit {instance} is not hosted here"),
+        ));
+    }
     if st.backend().is_none() {
         return Err(ApiError::unavailable(
             "service is starting: keys are still loading",
@@ -553,7 +488,7 @@ async fn intake<B: ProofBackend>(
             }
         })?;
     let mut req = Request::from_parts(parts, Body::empty());
-    req.extensions_mut().insert(Intake { kind, k, body });
+    req.extensions_mut().insert(Intake { instance, body });
     Ok(next.run(req).await)
 }
 
@@ -577,7 +512,7 @@ async fn prepare<B: ProofBackend>(
         .backend()
         .ok_or_else(|| ApiError::internal("backend missing"))?;
     let prepared =
-        tokio::task::spawn_blocking(move || backend.prepare(intake.kind, intake.k, &intake.body))
+        tokio::task::spawn_blocking(move || backend.prepare(intake.instance, &intake.body))
             .await
             .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
     req.extensions_mut().insert(Prepared(Arc::new(prepared)));
@@ -630,8 +565,8 @@ async fn admit_verify<B: ProofBackend>(
 // ---------------------------------------------------------------------------------------------
 // Handlers
 
-/// `POST /generateProof{Transfer,Deposit,Withdraw}-{k}`: runs the prepared proof on the
-/// admitted slot.
+/// A statement's prove route (`POST /generateProofTransfer-{k}`): runs the prepared proof on
+/// the admitted slot.
 async fn prove<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
     Extension(ctx): Extension<ReqCtx>,
@@ -652,12 +587,13 @@ async fn prove<B: ProofBackend>(
         i.witness = Some(out.witness);
         i.prove = Some(out.prove);
     });
-    st.metrics.observe_proof(intake.k, out.witness, out.prove);
+    st.metrics
+        .observe_proof(intake.instance, out.witness, out.prove);
     Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
 }
 
-/// `POST /verifyProof{Transfer,Deposit,Withdraw}-{k}`: `{"valid": bool}` for a body the
-/// statement's prove route answered.
+/// A statement's verify route (`POST /verifyProofTransfer-{k}`): `{"valid": bool}` for a body
+/// the same instance's prove route answered.
 async fn verify<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
     Extension(intake): Extension<Intake>,
@@ -669,7 +605,7 @@ async fn verify<B: ProofBackend>(
         .ok_or_else(|| ApiError::internal("backend missing"))?;
     let valid = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        backend.verify(intake.kind, intake.k, &intake.body)
+        backend.verify(intake.instance, &intake.body)
     })
     .await
     .map_err(|_| ApiError::internal("verification failed unexpectedly"))??;

@@ -18,7 +18,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Groth16 prove service for the Enygma transfer, deposit and withdraw circuits, a drop-in replacement for
+/// Groth16 prove service for the Enygma statements, a drop-in replacement for
 /// rayls-sovereign-gnark-api with a concurrency cap, a bounded FIFO queue and load shedding.
 ///
 /// Every flag can also be set through the environment variable shown with it. Log verbosity
@@ -34,8 +34,8 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_PORT", default_value_t = 3003)]
     pub port: u16,
 
-    /// Directory of the proving and verifying keys for k = 2..6. Missing keys are created there
-    /// at startup (development keys, logged as such).
+    /// Directory of the proving and verifying keys ({stem}.pk, {stem}.vk). Missing keys are
+    /// created there at startup (development keys, logged as such).
     #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
     pub keys_dir: PathBuf,
 
@@ -73,7 +73,7 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_DRAIN_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
 
-    /// Maximum number of proof verifications computed at once (POST /verifyProof{Transfer,Deposit,Withdraw}-{k});
+    /// Maximum number of proof verifications computed at once (the statements' verify routes);
     /// verification has its own limit and never enters the proving queue.
     #[arg(long, env = "ENYGMA_VERIFY_MAX_INFLIGHT", default_value_t = 2,
           value_parser = clap::value_parser!(u32).range(1..))]

@@ -3,16 +3,20 @@
 //! flight, a bounded FIFO queue and immediate load shedding.
 //!
 //! # Routes
-//! - `POST /generateProofTransfer-{k}`, `/generateProofDeposit-{k}`, `/generateProofWithdraw-{k}`,
-//!   k = 2..6: the proof of that statement (200), or `{"error": "..."}` with
-//!   400 (bad k, malformed or non-canonical input; the message names the field), 413 (body over
-//!   the limit), 422 (a check fails; the message names it), 503 + `Retry-After` (queue full, or
-//!   keys still loading), 504 (queue timeout), 500 (prover failure).
-//! - `POST /verifyProof{Transfer,Deposit,Withdraw}-{k}`: takes a 200 body of the same
-//!   statement's prove route, answers `{"valid": true|false}`. They share their own small limit
-//!   and queue and never wait behind proofs.
+//! Every statement of the registry (`enygma_prover::statements::ALL`) has a prove and a verify
+//! route, e.g. `POST /generateProofTransfer-{k}` and `/verifyProofTransfer-{k}` (k = 2..6), or
+//! plain paths for a statement without sizes; `enygma_prover::statements` is the list.
+//! - A prove route answers the proof of that statement instance (200), or `{"error": "..."}`
+//!   with 400 (bad k, malformed or non-canonical input; the message names the field), 404 (the
+//!   instance is not hosted here), 413 (body over the limit), 422 (a check
+//!   fails; the message names it), 503 + `Retry-After` (queue full, or keys still loading), 504
+//!   (queue timeout), 500 (prover failure).
+//! - A verify route takes a 200 body of the same instance's prove route and answers
+//!   `{"valid": true|false}`. They share their own small limit and queue and never wait behind
+//!   proofs.
 //! - `GET /healthcheck` (the reference's body), `/livez`, `/readyz` (503 until the keys of every
-//!   statement and k are loaded, and again while draining), `/metrics` (Prometheus text). Never limited.
+//!   hosted statement instance are loaded, and again while draining), `/metrics` (Prometheus
+//!   text). Never limited.
 //!
 //! # Admission design
 //! Proving is CPU-bound: past the number of cores, more concurrent proofs only add latency and
@@ -40,11 +44,11 @@
 //!    channel. No proof ever runs on a tokio worker, so `/healthcheck` stays fast under load.
 //!
 //! The controller is applied once, at router level, in [`app::router`]: it is one object in the
-//! shared state, used by the one `admit` stage of the proving routes, so all three statements
-//! and all k share one limit and one queue (they compete for the same cores).
+//! shared state, used by the one `admit` stage of the proving routes, so all statements and
+//! all k share one limit and one queue (they compete for the same cores).
 //!
 //! Why not tower's `ConcurrencyLimitLayer`: added per route it creates one limit per route
-//! (three proving routes, three limits, where the statements must share one); even shared (`GlobalConcurrencyLimitLayer`) it queues
+//! (one per statement, where the statements must share one); even shared (`GlobalConcurrencyLimitLayer`) it queues
 //! without bound and without a timeout, and `LoadShed` in front of it sheds as soon as every
 //! slot is busy: it offers "no queue" or "unbounded queue", not "bounded queue with a timeout".
 //! Its permit is also released when the response future ends, so a request whose client
@@ -77,5 +81,5 @@ pub mod server;
 mod tests;
 
 pub use app::{router, AppState};
-pub use backend::{BackendError, Kind, ProofBackend, ProofOutput};
+pub use backend::{BackendError, Instance, ProofBackend, ProofOutput};
 pub use server::{serve, shutdown_signal, Exit};

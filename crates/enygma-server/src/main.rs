@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+use enygma_prover::{statements, MissingKeys};
 use enygma_server::config::{Args, LogFormat};
 use enygma_server::prover::RealBackend;
 use enygma_server::{serve, shutdown_signal, AppState, Exit};
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Exit {
     let admission = args.admission();
+    let hosted: Vec<_> = statements::instances().collect();
     tracing::info!(
         max_inflight = admission.max_inflight.map(|n| n as u64),
         prove_threads = admission.prove_threads,
@@ -51,7 +53,7 @@ async fn run(args: Args) -> Exit {
         unlimited = args.unlimited,
         "starting enygma-server"
     );
-    let state = match AppState::<RealBackend>::new(&admission, args.body_limit) {
+    let state = match AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone()) {
         Ok(state) => Arc::new(state),
         Err(e) => {
             tracing::error!(error = %e, "cannot start");
@@ -73,7 +75,7 @@ async fn run(args: Args) -> Exit {
     serve(
         listener,
         state,
-        move || RealBackend::load(&keys_dir),
+        move || RealBackend::load(&keys_dir, &hosted, MissingKeys::Create),
         shutdown_signal(),
         args.drain_timeout,
     )

@@ -1,10 +1,15 @@
 //! Prometheus metrics, written by hand in the text exposition format (version 0.0.4).
 //!
 //! Why by hand: the service has a dozen series whose label values all come from small closed
-//! sets (route name, k in 2..=6, HTTP status, queue name), so atomics plus ~150 lines of
-//! rendering cover it without a metrics facade, a registry and an exporter (and their transitive
-//! dependencies). Label values are never taken from the request: a path with an unknown k is
-//! counted under `k="none"`, an unknown path under `route="other"`.
+//! sets (route template, statement and k from the statement registry, HTTP status, queue name),
+//! so atomics plus ~150 lines of rendering cover it without a metrics facade, a registry and an
+//! exporter (and their transitive dependencies). Label values are never taken from the request:
+//! a path with an unknown k is counted under `k="none"`, an unknown path under `route="other"`.
+//!
+//! Statements are labelled one way everywhere: `statement` is the statement's name
+//! (`transfer`, `ownership-721`) and `k` its size, `"none"` for a statement without sizes (or,
+//! on the request counter, a path whose k is not valid). The witness and prove histograms have
+//! one series per hosted instance: `enygma_prove_seconds{statement="transfer",k="6"}`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::backend::SUPPORTED_K;
+use enygma_prover::statements::{self, Instance};
 
 /// Upper bounds (seconds) of the queue-wait histogram buckets.
 const QUEUE_BUCKETS: &[f64] = &[
@@ -123,14 +128,21 @@ pub struct QueueGauges {
     pub max_inflight: usize,
 }
 
+/// The witness and prove times of one statement instance.
+struct ProofTimes {
+    instance: Instance,
+    witness: Histogram,
+    prove: Histogram,
+}
+
 /// Everything the service counts.
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(&'static str, &'static str, u16), u64>>,
+    /// By (route template, k, status).
+    requests: Mutex<BTreeMap<(&'static str, Option<usize>, u16), u64>>,
     queue: [QueueCounters; 2],
     queue_wait: [Histogram; 2],
-    /// Indexed by k - 2.
-    witness: Vec<Histogram>,
-    prove: Vec<Histogram>,
+    /// One per hosted instance, in registry order.
+    proofs: Vec<ProofTimes>,
     proofs_started: AtomicU64,
     proofs_in_flight: AtomicU64,
     proofs_in_flight_peak: AtomicU64,
@@ -144,32 +156,40 @@ impl Default for Metrics {
     }
 }
 
-/// Index of k in the per-k arrays, or `None` for an unsupported k.
-fn k_index(k: usize) -> Option<usize> {
-    SUPPORTED_K.contains(&k).then(|| k - SUPPORTED_K.start())
+/// The label value for a k: the number, or "none".
+pub fn k_label(k: Option<usize>) -> String {
+    k.map_or_else(|| "none".to_string(), |k| k.to_string())
 }
 
-/// The label value for a k: "2".."6" or "none".
-pub fn k_label(k: Option<usize>) -> &'static str {
-    match k {
-        Some(2) => "2",
-        Some(3) => "3",
-        Some(4) => "4",
-        Some(5) => "5",
-        Some(6) => "6",
-        _ => "none",
-    }
+/// `statement="transfer",k="6"`.
+fn instance_labels(instance: Instance) -> String {
+    format!(
+        "statement=\"{}\",k=\"{}\"",
+        instance.name(),
+        k_label(instance.k())
+    )
 }
 
 impl Metrics {
+    /// Metrics of a server that hosts every statement instance.
     pub fn new() -> Self {
-        let n = SUPPORTED_K.count();
+        Self::for_instances(&statements::instances().collect::<Vec<_>>())
+    }
+
+    /// Metrics of a server that hosts `hosted`.
+    pub fn for_instances(hosted: &[Instance]) -> Self {
         Metrics {
             requests: Mutex::new(BTreeMap::new()),
             queue: Default::default(),
             queue_wait: [Histogram::new(QUEUE_BUCKETS), Histogram::new(QUEUE_BUCKETS)],
-            witness: (0..n).map(|_| Histogram::new(PROVE_BUCKETS)).collect(),
-            prove: (0..n).map(|_| Histogram::new(PROVE_BUCKETS)).collect(),
+            proofs: hosted
+                .iter()
+                .map(|&instance| ProofTimes {
+                    instance,
+                    witness: Histogram::new(PROVE_BUCKETS),
+                    prove: Histogram::new(PROVE_BUCKETS),
+                })
+                .collect(),
             proofs_started: AtomicU64::new(0),
             proofs_in_flight: AtomicU64::new(0),
             proofs_in_flight_peak: AtomicU64::new(0),
@@ -178,10 +198,11 @@ impl Metrics {
         }
     }
 
-    /// Counts a finished request. `route` and `k` must come from closed sets.
+    /// Counts a finished request. `route` and `k` must come from closed sets (a route
+    /// template, a k of the route's statement).
     pub fn request(&self, route: &'static str, k: Option<usize>, status: u16) {
         let mut map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-        *map.entry((route, k_label(k), status)).or_insert(0) += 1;
+        *map.entry((route, k, status)).or_insert(0) += 1;
     }
 
     pub fn queue(&self, kind: QueueKind) -> &QueueCounters {
@@ -192,10 +213,11 @@ impl Metrics {
         self.queue_wait[kind as usize].observe(d);
     }
 
-    pub fn observe_proof(&self, k: usize, witness: Duration, prove: Duration) {
-        if let Some(i) = k_index(k) {
-            self.witness[i].observe(witness);
-            self.prove[i].observe(prove);
+    /// Records a proof of a hosted instance (others are not counted).
+    pub fn observe_proof(&self, instance: Instance, witness: Duration, prove: Duration) {
+        if let Some(p) = self.proofs.iter().find(|p| p.instance == instance) {
+            p.witness.observe(witness);
+            p.prove.observe(prove);
         }
     }
 
@@ -228,14 +250,13 @@ impl Metrics {
         self.proofs_in_flight.load(Ordering::SeqCst)
     }
 
-    /// Mean witness + prove time over all k so far, if any proof finished.
+    /// Mean witness + prove time over all instances so far, if any proof finished.
     pub fn mean_service_time(&self) -> Option<Duration> {
-        let count: u64 = self.prove.iter().map(Histogram::count).sum();
+        let count: u64 = self.proofs.iter().map(|p| p.prove.count()).sum();
         let sum: f64 = self
-            .prove
+            .proofs
             .iter()
-            .chain(&self.witness)
-            .map(Histogram::sum_secs)
+            .map(|p| p.prove.sum_secs() + p.witness.sum_secs())
             .sum();
         (count > 0).then(|| Duration::from_secs_f64(sum / count as f64))
     }
@@ -256,7 +277,7 @@ impl Metrics {
             o,
             "enygma_ready",
             "gauge",
-            "1 once the keys of every statement and k are loaded, else 0.",
+            "1 once the keys of every hosted statement instance are loaded, else 0.",
         );
         let _ = writeln!(o, "enygma_ready {}", ready as u8);
         header(
@@ -276,6 +297,7 @@ impl Metrics {
         {
             let map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
             for ((route, k, status), n) in map.iter() {
+                let k = k_label(*k);
                 let _ = writeln!(o, "enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}} {n}");
             }
         }
@@ -417,19 +439,21 @@ impl Metrics {
             o,
             "enygma_witness_seconds",
             "histogram",
-            "Witness synthesis time by k.",
+            "Witness synthesis time by statement and k (\"none\" for a statement without sizes).",
         );
-        for k in SUPPORTED_K {
-            self.witness[k - 2].render(o, "enygma_witness_seconds", &format!("k=\"{k}\""));
+        for p in &self.proofs {
+            p.witness
+                .render(o, "enygma_witness_seconds", &instance_labels(p.instance));
         }
         header(
             o,
             "enygma_prove_seconds",
             "histogram",
-            "Groth16 prove time (after the witness) by k.",
+            "Groth16 prove time (after the witness) by statement and k (\"none\" for a statement without sizes).",
         );
-        for k in SUPPORTED_K {
-            self.prove[k - 2].render(o, "enygma_prove_seconds", &format!("k=\"{k}\""));
+        for p in &self.proofs {
+            p.prove
+                .render(o, "enygma_prove_seconds", &instance_labels(p.instance));
         }
         out
     }
@@ -450,7 +474,13 @@ mod tests {
         m.request("generateProofTransfer", Some(6), 200);
         m.request("generateProofTransfer", None, 400);
         m.observe_queue_wait(QueueKind::Prove, Duration::from_millis(3));
-        m.observe_proof(6, Duration::from_millis(40), Duration::from_millis(600));
+        let transfer6 = statements::instance("transfer", Some(6)).unwrap();
+        let deposit2 = statements::instance("deposit", Some(2)).unwrap();
+        m.observe_proof(
+            transfer6,
+            Duration::from_millis(40),
+            Duration::from_millis(600),
+        );
         m.proof_started();
         m.proof_started();
         m.proof_finished();
@@ -477,9 +507,12 @@ mod tests {
             "enygma_shed_total{queue=\"prove\"} 5",
             "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.005\"} 1",
             "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.001\"} 0",
-            "enygma_prove_seconds_bucket{k=\"6\",le=\"1\"} 1",
-            "enygma_prove_seconds_bucket{k=\"6\",le=\"+Inf\"} 1",
-            "enygma_prove_seconds_count{k=\"6\"} 1",
+            "enygma_prove_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"1\"} 1",
+            "enygma_prove_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"+Inf\"} 1",
+            "enygma_prove_seconds_count{statement=\"transfer\",k=\"6\"} 1",
+            "enygma_witness_seconds_count{statement=\"transfer\",k=\"6\"} 1",
+            // The statements are no longer mixed: a deposit of the same k has its own series.
+            "enygma_prove_seconds_count{statement=\"deposit\",k=\"6\"} 0",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
         }
@@ -490,5 +523,22 @@ mod tests {
         }
         let mean = m.mean_service_time().unwrap();
         assert_eq!(mean, Duration::from_millis(640));
+
+        // A server hosting one instance renders that one's histograms only.
+        let one = Metrics::for_instances(&[deposit2]);
+        one.observe_proof(
+            transfer6,
+            Duration::from_millis(1),
+            Duration::from_millis(2),
+        );
+        let text = one.render(true, false, QueueGauges::default(), QueueGauges::default());
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("enygma_prove_seconds_count"))
+            .collect();
+        assert_eq!(
+            series,
+            ["enygma_prove_seconds_count{statement=\"deposit\",k=\"2\"} 0"]
+        );
     }
 }

@@ -1,9 +1,11 @@
 //! The real prover behind the [`ProofBackend`] seam: a thin adapter over
-//! `enygma_prover::Prover` (transfer, deposit and withdraw).
+//! `enygma_prover::Prover` for the statement instances this server hosts.
 
 use std::path::Path;
 
-use enygma_prover::{Kind, Prepared, ProofResponse, ProveError, Prover};
+use enygma_prover::{
+    statements::Instance, MissingKeys, Prepared, ProofResponse, ProveError, Prover,
+};
 
 use crate::backend::{BackendError, ProofBackend, ProofOutput};
 
@@ -11,9 +13,14 @@ use crate::backend::{BackendError, ProofBackend, ProofOutput};
 pub struct RealBackend(Prover);
 
 impl RealBackend {
-    /// Loads (or creates, as development keys) the keys of every statement and k. Slow: seconds.
-    pub fn load(keys_dir: &Path) -> Result<Self, String> {
-        Prover::load_or_create(keys_dir)
+    /// Loads the keys of the `hosted` instances, creating missing ones as development keys or
+    /// refusing to, as `missing` says. Slow: seconds.
+    pub fn load(
+        keys_dir: &Path,
+        hosted: &[Instance],
+        missing: MissingKeys,
+    ) -> Result<Self, String> {
+        Prover::load(keys_dir, hosted, missing)
             .map(RealBackend)
             .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))
     }
@@ -25,7 +32,6 @@ fn map_err(e: ProveError) -> BackendError {
     match e {
         ProveError::BadRequest(_) => BackendError::BadRequest(message),
         ProveError::CheckFailed(_) => BackendError::CheckFailed(message),
-        ProveError::UnsupportedK(k) => BackendError::UnsupportedK(k),
         ProveError::Internal(_) => BackendError::Internal(message),
     }
 }
@@ -33,8 +39,8 @@ fn map_err(e: ProveError) -> BackendError {
 impl ProofBackend for RealBackend {
     type Prepared = Prepared;
 
-    fn prepare(&self, kind: Kind, k: usize, body: &[u8]) -> Result<Prepared, BackendError> {
-        self.0.prepare(kind, k, body).map_err(map_err)
+    fn prepare(&self, instance: Instance, body: &[u8]) -> Result<Prepared, BackendError> {
+        self.0.prepare(instance, body).map_err(map_err)
     }
 
     fn prove(&self, prepared: &Prepared) -> Result<ProofOutput, BackendError> {
@@ -48,18 +54,18 @@ impl ProofBackend for RealBackend {
         })
     }
 
-    fn verify(&self, kind: Kind, k: usize, proof_json: &[u8]) -> Result<bool, BackendError> {
+    fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError> {
         // serde's messages can quote input; report only where the JSON went wrong.
         let response: ProofResponse = serde_json::from_slice(proof_json).map_err(|e| {
             BackendError::BadRequest(format!(
-                "invalid proof JSON ({:?} error at line {} column {}): expected the 200 body of /generateProof{}-{k}",
+                "invalid proof JSON ({:?} error at line {} column {}): expected the 200 body of {}",
                 e.classify(),
                 e.line(),
                 e.column(),
-                crate::app::route_stem(kind),
+                instance.prove_path(),
             ))
         })?;
-        self.0.verify(kind, k, &response).map_err(map_err)
+        self.0.verify(instance, &response).map_err(map_err)
     }
 }
 
@@ -80,7 +86,8 @@ mod tests {
     }
 
     fn prepare(k: usize, body: &[u8]) -> Result<(), BackendError> {
-        enygma_prover::prepare(Kind::Transfer, k, body)
+        let instance = enygma_prover::statements::instance("transfer", Some(k)).unwrap();
+        enygma_prover::prepare(instance, body)
             .map(|_| ())
             .map_err(map_err)
     }
@@ -132,6 +139,5 @@ mod tests {
             Err(BackendError::CheckFailed(m)) => assert!(m.contains("check"), "{m:?}"),
             other => panic!("bad-transfer-k2: expected 422, got {other:?}"),
         }
-        assert_eq!(prepare(7, &k6), Err(BackendError::UnsupportedK(7)));
     }
 }

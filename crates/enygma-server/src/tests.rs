@@ -11,7 +11,7 @@ use serde::Deserialize;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::backend::{BackendError, Kind, ProofBackend, ProofOutput};
+use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
 use crate::config::AdmissionConfig;
 use crate::{serve, AppState, Exit};
 
@@ -29,9 +29,9 @@ const T: Duration = Duration::from_secs(20);
 #[derive(Deserialize, Clone, Debug)]
 struct FakeReq {
     tag: String,
-    /// The statement of the route that prepared it (set by `prepare`, not by the client).
-    #[serde(skip, default = "transfer")]
-    kind: Kind,
+    /// The key stem of the route that prepared it (set by `prepare`, not by the client).
+    #[serde(skip)]
+    instance: String,
     #[serde(default)]
     ms: u64,
     /// Busy-spin instead of sleeping (to load the CPU).
@@ -45,18 +45,14 @@ struct FakeReq {
     secret_key: Option<String>,
 }
 
-fn transfer() -> Kind {
-    Kind::Transfer
-}
-
 #[derive(Default)]
 struct FakeLog {
     /// (tag, start, end, thread name) of every proof.
     proofs: Mutex<Vec<(String, Instant, Instant, String)>>,
-    /// (tag, statement) of every proof, in order.
-    kinds: Mutex<Vec<(String, Kind)>>,
-    /// (statement, k) of every verification.
-    verified: Mutex<Vec<(Kind, usize)>>,
+    /// (tag, key stem) of every proof, in order.
+    kinds: Mutex<Vec<(String, String)>>,
+    /// The key stem of every verification.
+    verified: Mutex<Vec<String>>,
     prepared: AtomicUsize,
 }
 
@@ -65,7 +61,7 @@ struct Fake(Arc<FakeLog>);
 impl ProofBackend for Fake {
     type Prepared = FakeReq;
 
-    fn prepare(&self, kind: Kind, _k: usize, body: &[u8]) -> Result<FakeReq, BackendError> {
+    fn prepare(&self, instance: Instance, body: &[u8]) -> Result<FakeReq, BackendError> {
         self.0.prepared.fetch_add(1, Ordering::SeqCst);
         let mut req: FakeReq = serde_json::from_slice(body)
             .map_err(|_| BackendError::BadRequest("invalid JSON body".into()))?;
@@ -77,7 +73,7 @@ impl ProofBackend for Fake {
                 "check 12 (nullifier) failed".into(),
             )),
             _ => {
-                req.kind = kind;
+                req.instance = instance.key_stem();
                 Ok(req)
             }
         }
@@ -104,7 +100,7 @@ impl ProofBackend for Fake {
             .kinds
             .lock()
             .unwrap()
-            .push((req.tag.clone(), req.kind));
+            .push((req.tag.clone(), req.instance.clone()));
         match req.fail.as_deref() {
             Some("internal") => Err(BackendError::Internal(
                 "prover failed: constraint system unsatisfied".into(),
@@ -120,8 +116,8 @@ impl ProofBackend for Fake {
         }
     }
 
-    fn verify(&self, kind: Kind, k: usize, body: &[u8]) -> Result<bool, BackendError> {
-        self.0.verified.lock().unwrap().push((kind, k));
+    fn verify(&self, instance: Instance, body: &[u8]) -> Result<bool, BackendError> {
+        self.0.verified.lock().unwrap().push(instance.key_stem());
         let v: serde_json::Value = serde_json::from_slice(body)
             .map_err(|_| BackendError::BadRequest("invalid proof JSON".into()))?;
         Ok(v["tag"] == "good")
@@ -169,7 +165,18 @@ async fn start_with(
     drain_timeout: Duration,
     fail_load: bool,
 ) -> TestServer {
-    let state = Arc::new(AppState::<Fake>::new(&cfg, 64 * 1024).unwrap());
+    let every = enygma_prover::statements::instances().collect();
+    start_hosting(cfg, load_delay, drain_timeout, fail_load, every).await
+}
+
+async fn start_hosting(
+    cfg: AdmissionConfig,
+    load_delay: Duration,
+    drain_timeout: Duration,
+    fail_load: bool,
+    hosted: Vec<Instance>,
+) -> TestServer {
+    let state = Arc::new(AppState::<Fake>::new(&cfg, 64 * 1024, hosted).unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let log = Arc::new(FakeLog::default());
@@ -825,9 +832,9 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
     assert_eq!(
         *s.log.kinds.lock().unwrap(),
         vec![
-            ("t".to_string(), Kind::Transfer),
-            ("d".to_string(), Kind::Deposit),
-            ("w".to_string(), Kind::Withdraw)
+            ("t".to_string(), "transfer-k2".to_string()),
+            ("d".to_string(), "deposit-k3".to_string()),
+            ("w".to_string(), "withdraw-k4".to_string())
         ]
     );
     for path in [
@@ -845,7 +852,7 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
     }
     assert_eq!(
         *s.log.verified.lock().unwrap(),
-        vec![(Kind::Transfer, 2), (Kind::Deposit, 5), (Kind::Withdraw, 6)]
+        ["transfer-k2", "deposit-k5", "withdraw-k6"]
     );
 
     // The reference's k messages and the statuses hold on the new routes too.

@@ -427,8 +427,15 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
         Some(2.0),
         "invalid requests were proved"
     );
-    assert_eq!(metric(&m, "enygma_prove_seconds_count{k=\"6\"}"), Some(1.0));
-    assert_eq!(metric(&m, "enygma_prove_seconds_count{k=\"2\"}"), Some(1.0));
+    for k in ["6", "2"] {
+        assert_eq!(
+            metric(
+                &m,
+                &format!("enygma_prove_seconds_count{{statement=\"transfer\",k=\"{k}\"}}")
+            ),
+            Some(1.0)
+        );
+    }
 
     // Let the log reader threads catch up.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -657,20 +664,33 @@ async fn healthcheck_is_fast_under_full_load_and_sigterm_drains() {
     );
 }
 
-/// A valid generated request of `kind` for k (the circuit crate's own generator).
-fn generated(kind: enygma_prover::Kind, k: usize, seed: u64) -> Vec<u8> {
+/// A valid generated request of the instance `stem` (the statement's own generator).
+fn generated(stem: &str, seed: u64) -> Vec<u8> {
     use rand::SeedableRng;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let inputs = enygma_circuit::payment::PaymentInputs::generate(kind, k, 0, 40, 1_000, &mut rng);
-    serde_json::to_vec(&enygma_prover::request::to_request_json(&inputs)).unwrap()
+    let spec = enygma_prover::statements::RequestSpec {
+        sender: Some(0),
+        amount: 40,
+        ..Default::default()
+    };
+    let body = enygma_prover::statements::by_stem(stem)
+        .unwrap()
+        .generate(&spec, &mut rng)
+        .unwrap();
+    serde_json::to_vec(&body).unwrap()
+}
+
+fn public_inputs_of(stem: &str) -> usize {
+    enygma_prover::statements::by_stem(stem)
+        .unwrap()
+        .num_public_inputs()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
-    use enygma_prover::Kind;
     let _serial = serial();
-    let deposit = generated(Kind::Deposit, 2, 7);
-    let withdraw = generated(Kind::Withdraw, 2, 8);
+    let deposit = generated("deposit-k2", 7);
+    let withdraw = generated("withdraw-k2", 8);
     let stale_deposit = sample("deposit-k6.json");
     let dep: serde_json::Value = serde_json::from_slice(&deposit).unwrap();
     let wd: serde_json::Value = serde_json::from_slice(&withdraw).unwrap();
@@ -691,8 +711,8 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     let mut responses = Vec::new();
 
     for (name, body, n_public) in [
-        ("Deposit", &deposit, Kind::Deposit.num_public_inputs(2)),
-        ("Withdraw", &withdraw, Kind::Withdraw.num_public_inputs(2)),
+        ("Deposit", &deposit, public_inputs_of("deposit-k2")),
+        ("Withdraw", &withdraw, public_inputs_of("withdraw-k2")),
     ] {
         let r = post(
             server.addr,

@@ -45,6 +45,7 @@ fn make(dir: &Path, k: usize) -> Result<(), String> {
             contract_name: &contract,
             vk: &vk,
             response_json: &response,
+            committed: None,
         },
     )
     .map_err(|e| format!("{name}: {e}"))?;

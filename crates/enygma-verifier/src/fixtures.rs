@@ -8,7 +8,7 @@
 //!          verifying_key.hex       arkworks compressed key, hex
 //!          response.json           the proof response, exactly as given
 //!          proof.json, public.json snarkjs proof files converted from response.json
-//!          meta.json               {"contract", "k", "nPublic", "name", "source"}
+//!          meta.json               {"contract", "k", "nPublic", "name", "source", "committed"}
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use crate::{arkworks, snarkjs, solidity, Error};
 pub struct Fixture<'a> {
     /// Directory name, e.g. `transfer-k6-sample` or `toy-k2`.
     pub name: &'a str,
-    /// The transfer circuit's k, if any (the tests sort by it and the gas report shows it).
+    /// The circuit's size k, if it has one (the tests sort by it and the gas report shows it).
     pub k: Option<usize>,
     /// Where key and proof come from, e.g. `toy`, `keys/transfer-k6 (development)`.
     pub source: &'a str,
@@ -33,6 +33,18 @@ pub struct Fixture<'a> {
     pub vk: &'a VerifyingKey<Bn254>,
     /// A proof response body in the reference format, as the prover or server returned it.
     pub response_json: &'a str,
+    /// For a key of the repository's `keys/`: the exports committed beside it, which the
+    /// fixture's key and verifier must equal.
+    pub committed: Option<CommittedExports<'a>>,
+}
+
+/// File names (in the keys directory) of a key's committed snarkjs key and Solidity verifier.
+#[derive(Debug, Clone, Copy)]
+pub struct CommittedExports<'a> {
+    /// The snarkjs key, e.g. `transfer-k6.verification_key.json`.
+    pub verification_key: &'a str,
+    /// The Solidity verifier, e.g. `EnygmaTransferVerifierK6.sol`.
+    pub solidity: &'a str,
 }
 
 fn write(path: &Path, contents: &[u8]) -> Result<(), Error> {
@@ -62,6 +74,10 @@ pub fn write_fixture(dir: &Path, f: &Fixture<'_>) -> Result<PathBuf, Error> {
         "nPublic": n_public,
         "source": f.source,
         "contract": f.contract_name,
+        "committed": f.committed.map(|c| serde_json::json!({
+            "verificationKey": c.verification_key,
+            "solidity": c.solidity,
+        })),
     });
 
     let out = dir.join(f.name);

@@ -22,19 +22,6 @@ use crate::decimal::to_decimal;
 use crate::points::{g1_xy, g2_xy};
 use crate::{Error, BASE_FIELD_MODULUS, SCALAR_FIELD_MODULUS};
 
-/// The contract name [`solidity_verifier`] is usually given for a statement's circuit
-/// (`transfer`, `deposit`, `withdraw`) of size k: `EnygmaTransferVerifierK6`.
-pub fn contract_name(statement: &str, k: usize) -> String {
-    let mut chars = statement.chars();
-    let title: String = chars
-        .next()
-        .map(|c| c.to_ascii_uppercase())
-        .into_iter()
-        .chain(chars)
-        .collect();
-    format!("Enygma{title}VerifierK{k}")
-}
-
 /// Words that cannot name a contract (Solidity keywords and reserved words that fit the
 /// identifier syntax and could plausibly be chosen).
 const RESERVED: &[&str] = &[
@@ -102,7 +89,8 @@ const RESERVED: &[&str] = &[
     "virtual",
 ];
 
-fn check_contract_name(name: &str) -> Result<(), Error> {
+/// Whether `name` can name a contract: a Solidity identifier that is not a reserved word.
+pub fn check_contract_name(name: &str) -> Result<(), Error> {
     let mut chars = name.chars();
     let ok_start =
         matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$');
@@ -325,7 +313,5 @@ mod tests {
         ] {
             assert!(check_contract_name(bad).is_err(), "{bad}");
         }
-        assert_eq!(contract_name("transfer", 6), "EnygmaTransferVerifierK6");
-        assert_eq!(contract_name("withdraw", 2), "EnygmaWithdrawVerifierK2");
     }
 }

@@ -693,6 +693,7 @@ fn write_fixture_layout() {
         contract_name: "ToyVerifier",
         vk: &f.vk,
         response_json: &resp,
+        committed: None,
     };
     let out = write_fixture(&dir, &fx).unwrap();
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap();
@@ -711,7 +712,26 @@ fn write_fixture_layout() {
     let meta: Value = serde_json::from_str(&read("meta.json")).unwrap();
     assert_eq!(
         meta,
-        json!({"name": "toy-n3", "k": null, "nPublic": N, "source": "toy", "contract": "ToyVerifier"})
+        json!({"name": "toy-n3", "k": null, "nPublic": N, "source": "toy", "contract": "ToyVerifier", "committed": null})
+    );
+    // A fixture of a committed key names the committed files.
+    let committed = enygma_verifier::fixtures::CommittedExports {
+        verification_key: "toy.verification_key.json",
+        solidity: "ToyVerifier.sol",
+    };
+    let out = write_fixture(
+        &dir,
+        &Fixture {
+            committed: Some(committed),
+            ..fx
+        },
+    )
+    .unwrap();
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["committed"],
+        json!({"verificationKey": "toy.verification_key.json", "solidity": "ToyVerifier.sol"})
     );
 
     // A response with the wrong number of public inputs, a bad name, a bad response: errors.

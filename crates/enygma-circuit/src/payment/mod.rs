@@ -90,7 +90,9 @@ pub const VALUE_BITS: usize = 252;
 /// Random factors are at most L, so they fit in L's 251 bits.
 pub const RANDOM_FACTOR_BITS: usize = modl::L_BITS;
 
-/// Which of the reference's statements: each has its own keys and route.
+/// Which of the three payment statements a [`PaymentInputs`] or circuit is. Their names, routes,
+/// sizes and keys belong to the statement registry (`enygma_prover::statements`), not to this
+/// enum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     Transfer,
@@ -99,20 +101,9 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Transfer, Kind::Deposit, Kind::Withdraw];
-
-    /// Lower-case name, as in key file names, metric labels and the CLI.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Transfer => "transfer",
-            Kind::Deposit => "deposit",
-            Kind::Withdraw => "withdraw",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|kind| kind.name() == name)
-    }
+    /// Every kind, for this crate's tests.
+    #[cfg(test)]
+    pub(crate) const ALL: [Kind; 3] = [Kind::Transfer, Kind::Deposit, Kind::Withdraw];
 
     /// Number of public inputs for an anonymity set of k members.
     pub const fn num_public_inputs(self, k: usize) -> usize {
@@ -126,9 +117,10 @@ impl Kind {
     }
 }
 
+/// For messages: the variant's name (`Transfer`).
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        fmt::Debug::fmt(self, f)
     }
 }
 
@@ -590,7 +582,7 @@ impl PaymentInputs {
         notes: &[u64],
         rng: &mut R,
     ) -> Self {
-        assert!(crate::SUPPORTED_K.contains(&k) && sender < k && notes.len() <= WITHDRAW_SLOTS);
+        assert!(k >= 2 && sender < k && notes.len() <= WITHDRAW_SLOTS);
         let below_l = |rng: &mut R| modl::reduce(&Fr::rand(rng));
         let anonymity_set: Vec<Fr> = {
             let base: u64 = rng.gen_range(1..u64::MAX / 2);

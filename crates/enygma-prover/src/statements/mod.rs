@@ -1,0 +1,678 @@
+//! The statement registry: the one list of the statements this service proves, and everything
+//! the server, the CLI, the load generator and the scripts derive from it.
+//!
+//! A statement is one [`Entry`]: a [`Descriptor`] (its name, its sizes k or none, its prove and
+//! verify routes, its Solidity contract title) around a [`Statement`] implementation (request
+//! parser, native checks, the circuit for setup and for proving, the public-input order, request
+//! generation). [`ALL`] lists the entries; nothing else lists statements.
+//!
+//! An [`Instance`] is a statement with one of its sizes (`transfer` with k = 6) or, for a
+//! statement without sizes, the statement itself. Everything per key is per instance and derived
+//! here: the key stem (`transfer-k6`, `ownership-721`), hence the key files
+//! `{stem}.pk/.pk.sha256/.vk` and the development seed; the contract name
+//! (`EnygmaTransferVerifierK6`, `EnygmaOwnership721Verifier`); the request paths
+//! (`/generateProofTransfer-6`, `/ownership-721`).
+//!
+//! Adding a statement is one module that implements [`Statement`] and declares its
+//! `static ...: Entry<...>`, plus one line in [`ALL`]. The module owns its request type
+//! (parsed with whatever rules its API has: case-insensitive keys, hex addresses, ...), its
+//! inputs type and its circuit struct; the registry erases their types ([`AnyStatement`]), so
+//! the server, the CLI and the load generator never name them.
+
+pub mod payment;
+
+use std::{any::Any, fmt, ops::RangeInclusive};
+
+use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
+use enygma_circuit::Fr;
+use rand::RngCore;
+use serde_json::Value;
+
+use crate::{request::RequestError, ProveError};
+
+/// Every statement the service proves, in the order listings use (`enygma info`, `setup`,
+/// metrics). One entry per statement; see the module documentation.
+pub static ALL: &[&dyn AnyStatement] = &[&payment::TRANSFER, &payment::DEPOSIT, &payment::WITHDRAW];
+
+/// The statement the CLI uses when `--circuit` is not given: the reference's main one.
+pub const DEFAULT_STATEMENT: &str = "transfer";
+
+/// The instance the load generator proves when it is not told which (the reference's sample
+/// request is for it).
+pub const DEFAULT_INSTANCE: &str = "transfer-k6";
+
+/// The placeholder for k in a sized statement's route templates.
+pub const K_PARAM: &str = "{k}";
+
+/// The fixed facts of a statement.
+#[derive(Debug)]
+pub struct Descriptor {
+    /// Lower case, `-`-separated: the CLI's `--circuit`, the server's `--circuits`, the
+    /// `statement` metric label, and the key stem (with `-k{k}` for a sized statement).
+    pub name: &'static str,
+    /// The sizes k the statement comes in (`2..=6`), or `None` for a fixed-size statement.
+    pub sizes: Option<RangeInclusive<usize>>,
+    /// The proving route as registered: `/generateProofTransfer-{k}` (ends with [`K_PARAM`]
+    /// exactly when the statement has sizes) or `/ownership-721`. Also the `route` metric label.
+    pub prove_route: &'static str,
+    /// The verifying route, like `prove_route`: `/verifyProofTransfer-{k}`.
+    pub verify_route: &'static str,
+    /// The middle of the Solidity contract name: `Transfer` gives `EnygmaTransferVerifierK6`,
+    /// `JoinSplit1155` gives `EnygmaJoinSplit1155Verifier`. Letters and digits only.
+    pub contract_title: &'static str,
+}
+
+/// A statement's behaviour, typed: what a statement module implements.
+///
+/// For a statement with sizes every `k` is `Some` and within them; for one without, `None`
+/// (the registry checks this before calling).
+pub trait Statement: Send + Sync + 'static {
+    /// Every value of one parsed request, public and private.
+    type Inputs: Send + Sync + 'static;
+
+    fn num_public_inputs(&self, k: Option<usize>) -> usize;
+
+    /// Strict parse of a request body: HTTP 400, the message names the field, never a value.
+    fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<Self::Inputs, RequestError>;
+
+    /// The statement's rules, evaluated natively before any proving work: HTTP 422, the
+    /// message names the rule (and where it helps a public field), never a secret value.
+    fn check(&self, inputs: &Self::Inputs) -> Result<(), String>;
+
+    /// The circuit without values, for key generation and the constraint matrices.
+    fn circuit_for_setup(&self, k: Option<usize>) -> Circuit;
+
+    /// The circuit with the values of a request that passed [`Statement::check`].
+    fn circuit_for_proving(&self, inputs: &Self::Inputs) -> Circuit;
+
+    /// The public inputs in the circuit's (and `public_signal`'s) order.
+    fn public_inputs(&self, inputs: &Self::Inputs) -> Vec<Fr>;
+
+    /// A valid request body (what `enygma gen-request` writes), from `rng` and the hints in
+    /// `spec` that apply to this statement.
+    fn generate(
+        &self,
+        k: Option<usize>,
+        spec: &RequestSpec,
+        rng: &mut dyn RngCore,
+    ) -> Result<Value, String>;
+
+    /// The size k a request body is for, if the body tells (the transfer's `anonymity_set`
+    /// length), so that `enygma prove` can do without `--k`.
+    fn size_of_request(&self, _body: &Value) -> Option<usize> {
+        None
+    }
+}
+
+/// Hints for [`Statement::generate`]; each statement uses those that make sense for it and
+/// refuses values it cannot honour.
+#[derive(Clone, Debug)]
+pub struct RequestSpec {
+    /// The request's position in a pool (the payment statements vary the sender with it).
+    pub index: usize,
+    /// The sender's index in the anonymity set, if fixed.
+    pub sender: Option<usize>,
+    pub amount: u64,
+    pub balance: u64,
+}
+
+impl Default for RequestSpec {
+    fn default() -> Self {
+        RequestSpec {
+            index: 0,
+            sender: None,
+            amount: 25,
+            balance: 1000,
+        }
+    }
+}
+
+/// A circuit of any statement, for the generic Groth16 code (setup, matrices, witness).
+/// `ConstraintSynthesizer` consumes its circuit, so a statement's circuit struct is boxed as
+/// the call that synthesizes it.
+pub struct Circuit(Box<dyn FnOnce(ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> + Send>);
+
+impl Circuit {
+    pub fn new<C: ConstraintSynthesizer<Fr> + Send + 'static>(circuit: C) -> Self {
+        Circuit(Box::new(move |cs| circuit.generate_constraints(cs)))
+    }
+}
+
+impl ConstraintSynthesizer<Fr> for Circuit {
+    fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
+        (self.0)(cs)
+    }
+}
+
+/// A statement module's registry entry: its descriptor and its implementation.
+pub struct Entry<S> {
+    pub descriptor: Descriptor,
+    pub statement: S,
+}
+
+/// Parsed, checked inputs of some statement (its [`Statement::Inputs`], type-erased).
+pub type Inputs = Box<dyn Any + Send + Sync>;
+
+/// A registry entry with its types erased: what [`ALL`] lists and the server, the CLI and the
+/// load generator use (mostly through [`Instance`]).
+///
+/// Every `k` must fit the descriptor's sizes (`Some` of one of them, or `None` for a statement
+/// without sizes); a statement may panic on another. [`Instance`] only holds fitting ones, so
+/// going through it never does.
+pub trait AnyStatement: Send + Sync + 'static {
+    fn descriptor(&self) -> &Descriptor;
+    fn num_public_inputs(&self, k: Option<usize>) -> usize;
+    /// [`Statement::parse`] then [`Statement::check`].
+    fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError>;
+    fn circuit_for_setup(&self, k: Option<usize>) -> Circuit;
+    /// `None` if `inputs` are another statement's.
+    fn circuit_for_proving(&self, inputs: &Inputs) -> Option<Circuit>;
+    /// `None` if `inputs` are another statement's.
+    fn public_inputs(&self, inputs: &Inputs) -> Option<Vec<Fr>>;
+    fn generate(
+        &self,
+        k: Option<usize>,
+        spec: &RequestSpec,
+        rng: &mut dyn RngCore,
+    ) -> Result<Value, String>;
+    fn size_of_request(&self, body: &Value) -> Option<usize>;
+}
+
+impl<S: Statement> AnyStatement for Entry<S> {
+    fn descriptor(&self) -> &Descriptor {
+        &self.descriptor
+    }
+
+    fn num_public_inputs(&self, k: Option<usize>) -> usize {
+        self.statement.num_public_inputs(k)
+    }
+
+    fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError> {
+        let inputs = self
+            .statement
+            .parse(k, body)
+            .map_err(ProveError::BadRequest)?;
+        self.statement
+            .check(&inputs)
+            .map_err(ProveError::CheckFailed)?;
+        Ok(Box::new(inputs))
+    }
+
+    fn circuit_for_setup(&self, k: Option<usize>) -> Circuit {
+        self.statement.circuit_for_setup(k)
+    }
+
+    fn circuit_for_proving(&self, inputs: &Inputs) -> Option<Circuit> {
+        let inputs = inputs.downcast_ref::<S::Inputs>()?;
+        Some(self.statement.circuit_for_proving(inputs))
+    }
+
+    fn public_inputs(&self, inputs: &Inputs) -> Option<Vec<Fr>> {
+        let inputs = inputs.downcast_ref::<S::Inputs>()?;
+        Some(self.statement.public_inputs(inputs))
+    }
+
+    fn generate(
+        &self,
+        k: Option<usize>,
+        spec: &RequestSpec,
+        rng: &mut dyn RngCore,
+    ) -> Result<Value, String> {
+        self.statement.generate(k, spec, rng)
+    }
+
+    fn size_of_request(&self, body: &Value) -> Option<usize> {
+        self.statement.size_of_request(body)
+    }
+}
+
+impl fmt::Debug for dyn AnyStatement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.descriptor().name)
+    }
+}
+
+/// Every statement of the registry.
+pub fn all() -> impl Iterator<Item = &'static dyn AnyStatement> {
+    ALL.iter().copied()
+}
+
+/// The statement named `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn AnyStatement> {
+    all().find(|s| s.descriptor().name == name)
+}
+
+/// Every instance of every statement, in registry order then by k.
+pub fn instances() -> impl Iterator<Item = Instance> {
+    all().flat_map(instances_of)
+}
+
+/// Every instance of one statement: one per k, or the statement itself.
+pub fn instances_of(statement: &'static dyn AnyStatement) -> Vec<Instance> {
+    match &statement.descriptor().sizes {
+        Some(sizes) => sizes
+            .clone()
+            .map(|k| Instance {
+                statement,
+                k: Some(k),
+            })
+            .collect(),
+        None => vec![Instance { statement, k: None }],
+    }
+}
+
+/// The reference's message for a k that is not a number.
+pub const NON_NUMERIC_K: &str = "Invalid k parameter: must be a number";
+
+/// The reference's message for a numeric k outside a statement's sizes.
+pub fn unsupported_k_message(sizes: &RangeInclusive<usize>) -> String {
+    format!(
+        "k value not supported: must be between {} and {}",
+        sizes.start(),
+        sizes.end()
+    )
+}
+
+/// A statement with one of its sizes, or a statement without sizes: what has its own keys.
+/// Only the registry makes them, so k always fits the statement.
+#[derive(Clone, Copy)]
+pub struct Instance {
+    statement: &'static dyn AnyStatement,
+    k: Option<usize>,
+}
+
+impl Instance {
+    /// The instance of `statement` for `k`: `k` must be one of its sizes, or `None` for a
+    /// statement without sizes. The error is the message a client or user should see.
+    pub fn new(statement: &'static dyn AnyStatement, k: Option<usize>) -> Result<Self, String> {
+        let d = statement.descriptor();
+        match (&d.sizes, k) {
+            (Some(sizes), Some(k)) if sizes.contains(&k) => Ok(Instance {
+                statement,
+                k: Some(k),
+            }),
+            (Some(sizes), Some(_)) => Err(unsupported_k_message(sizes)),
+            (Some(sizes), None) => Err(format!(
+                "{} needs a size k ({} to {})",
+                d.name,
+                sizes.start(),
+                sizes.end()
+            )),
+            (None, None) => Ok(Instance { statement, k: None }),
+            (None, Some(_)) => Err(format!("{} has no size k", d.name)),
+        }
+    }
+
+    pub fn statement(&self) -> &'static dyn AnyStatement {
+        self.statement
+    }
+
+    pub fn descriptor(&self) -> &'static Descriptor {
+        self.statement.descriptor()
+    }
+
+    /// The statement's name: the `statement` metric label.
+    pub fn name(&self) -> &'static str {
+        self.descriptor().name
+    }
+
+    pub fn k(&self) -> Option<usize> {
+        self.k
+    }
+
+    /// `transfer-k6`, or the name of a statement without sizes (`ownership-721`): the key files
+    /// are `{stem}.pk`, `{stem}.pk.sha256` and `{stem}.vk`, and `--circuits` takes it.
+    pub fn key_stem(&self) -> String {
+        match self.k {
+            Some(k) => format!("{}-k{k}", self.name()),
+            None => self.name().to_string(),
+        }
+    }
+
+    /// The Solidity verifier's contract name: `EnygmaTransferVerifierK6`,
+    /// `EnygmaJoinSplit1155Verifier`.
+    pub fn contract_name(&self) -> String {
+        let title = self.descriptor().contract_title;
+        match self.k {
+            Some(k) => format!("Enygma{title}VerifierK{k}"),
+            None => format!("Enygma{title}Verifier"),
+        }
+    }
+
+    /// The text the development keys' seed hashes: the same as before the registry for the
+    /// payment statements (`... transfer k=6`).
+    pub fn development_seed_text(&self) -> String {
+        match self.k {
+            Some(k) => format!("enygma-prover development keys v1: {} k={k}", self.name()),
+            None => format!("enygma-prover development keys v1: {}", self.name()),
+        }
+    }
+
+    fn path(&self, route: &str) -> String {
+        match self.k {
+            Some(k) => route.replace(K_PARAM, &k.to_string()),
+            None => route.to_string(),
+        }
+    }
+
+    /// The path requests of this instance are posted to: `/generateProofTransfer-6`.
+    pub fn prove_path(&self) -> String {
+        self.path(self.descriptor().prove_route)
+    }
+
+    /// `/verifyProofTransfer-6`.
+    pub fn verify_path(&self) -> String {
+        self.path(self.descriptor().verify_route)
+    }
+
+    pub fn num_public_inputs(&self) -> usize {
+        self.statement.num_public_inputs(self.k)
+    }
+
+    pub fn circuit_for_setup(&self) -> Circuit {
+        self.statement.circuit_for_setup(self.k)
+    }
+
+    /// A valid request body of this instance.
+    pub fn generate(&self, spec: &RequestSpec, rng: &mut dyn RngCore) -> Result<Value, String> {
+        self.statement.generate(self.k, spec, rng)
+    }
+}
+
+impl PartialEq for Instance {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name() && self.k == other.k
+    }
+}
+
+impl Eq for Instance {}
+
+impl fmt::Display for Instance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key_stem())
+    }
+}
+
+impl fmt::Debug for Instance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key_stem())
+    }
+}
+
+/// The instance of statement `name` for `k` (`None` for a statement without sizes).
+pub fn instance(name: &str, k: Option<usize>) -> Result<Instance, String> {
+    let statement = by_name(name).ok_or_else(|| unknown(name))?;
+    Instance::new(statement, k)
+}
+
+/// The instance whose key stem is `stem` (`transfer-k6`, `ownership-721`).
+pub fn by_stem(stem: &str) -> Option<Instance> {
+    instances().find(|i| i.key_stem() == stem)
+}
+
+/// An item of a circuit list: a statement name (every instance of it) or a key stem (that
+/// one). The error names the item and lists the valid ones.
+pub fn resolve(item: &str) -> Result<Vec<Instance>, String> {
+    if let Some(statement) = by_name(item) {
+        return Ok(instances_of(statement));
+    }
+    by_stem(item).map(|i| vec![i]).ok_or_else(|| unknown(item))
+}
+
+/// A comma-separated circuit list (`transfer-k6,deposit`), in registry order without
+/// duplicates. Empty items are an error.
+pub fn resolve_list(list: &str) -> Result<Vec<Instance>, String> {
+    let mut chosen = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(format!("empty item in the circuit list {list:?}"));
+        }
+        chosen.extend(resolve(item)?);
+    }
+    Ok(instances().filter(|i| chosen.contains(i)).collect())
+}
+
+/// The error for a circuit item that is neither a statement name nor a key stem: it lists both.
+pub fn unknown(item: &str) -> String {
+    let names: Vec<&str> = all().map(|s| s.descriptor().name).collect();
+    let stems: Vec<String> = instances().map(|i| i.key_stem()).collect();
+    format!(
+        "unknown circuit {item:?}: expected a statement ({}) or a key stem ({})",
+        names.join(", "),
+        stems.join(", ")
+    )
+}
+
+/// Parses the `{k}` of a sized statement's route as the reference does (Go's `strconv.Atoi`,
+/// then a range check); the error is the reference's 400 message.
+pub fn parse_k(sizes: &RangeInclusive<usize>, raw: &str) -> Result<usize, String> {
+    let k: i64 = raw.parse().map_err(|_| NON_NUMERIC_K.to_string())?;
+    usize::try_from(k)
+        .ok()
+        .filter(|k| sizes.contains(k))
+        .ok_or_else(|| unsupported_k_message(sizes))
+}
+
+/// Whether a route proves or verifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Prove,
+    Verify,
+}
+
+/// A request path that belongs to a statement's prove or verify route.
+#[derive(Clone, Copy, Debug)]
+pub struct RouteMatch<'a> {
+    pub statement: &'static dyn AnyStatement,
+    pub action: Action,
+    /// The route template (`/generateProofTransfer-{k}`): the `route` metric label.
+    pub route: &'static str,
+    /// What stands where the template has `{k}`; `None` for a statement without sizes.
+    pub raw_k: Option<&'a str>,
+}
+
+impl RouteMatch<'_> {
+    /// The instance the path names; the error is the reference's 400 message for a bad k.
+    pub fn instance(&self) -> Result<Instance, String> {
+        match (&self.statement.descriptor().sizes, self.raw_k) {
+            (Some(sizes), Some(raw)) => Instance::new(self.statement, Some(parse_k(sizes, raw)?)),
+            _ => Instance::new(self.statement, None),
+        }
+    }
+}
+
+/// The statement route `path` belongs to, if any. A sized route matches every path that starts
+/// with its template's text before `{k}` (k is checked by [`RouteMatch::instance`]); a route
+/// without sizes matches its path exactly.
+pub fn match_path(path: &str) -> Option<RouteMatch<'_>> {
+    all().find_map(|statement| {
+        let d = statement.descriptor();
+        [
+            (Action::Prove, d.prove_route),
+            (Action::Verify, d.verify_route),
+        ]
+        .into_iter()
+        .find_map(|(action, route)| {
+            let raw_k = match route.strip_suffix(K_PARAM) {
+                Some(prefix) => Some(path.strip_prefix(prefix)?),
+                None if path == route => None,
+                None => return None,
+            };
+            Some(RouteMatch {
+                statement,
+                action,
+                route,
+                raw_k,
+            })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stems(list: &[Instance]) -> Vec<String> {
+        list.iter().map(Instance::key_stem).collect()
+    }
+
+    /// The registry's own consistency: names, stems, routes and contract names are unique and
+    /// well-formed, so that everything derived from them is too.
+    #[test]
+    fn entries_are_unique_and_well_formed() {
+        let mut names = std::collections::HashSet::new();
+        let mut routes = std::collections::HashSet::new();
+        for s in all() {
+            let d = s.descriptor();
+            assert!(names.insert(d.name), "{} twice", d.name);
+            assert!(
+                !d.name.is_empty()
+                    && d.name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
+                "{}: names are lower case, digits and '-'",
+                d.name
+            );
+            assert!(
+                d.contract_title.bytes().all(|b| b.is_ascii_alphanumeric()),
+                "{}",
+                d.contract_title
+            );
+            for route in [d.prove_route, d.verify_route] {
+                assert!(routes.insert(route), "{route} twice");
+                assert!(route.starts_with('/'), "{route}");
+                let params = route.matches('{').count();
+                match &d.sizes {
+                    Some(_) => assert!(route.ends_with(K_PARAM) && params == 1, "{route}"),
+                    None => assert_eq!(params, 0, "{route}"),
+                }
+            }
+        }
+        let all_instances: Vec<Instance> = instances().collect();
+        let mut seen = std::collections::HashSet::new();
+        for i in &all_instances {
+            assert!(seen.insert(i.key_stem()), "{i} twice");
+            // A `--circuits` item is either a name or a stem, never both for different things.
+            assert!(
+                i.k().is_none() || !names.contains(i.key_stem().as_str()),
+                "{i} is also a statement's name"
+            );
+            assert!(
+                enygma_verifier::solidity::check_contract_name(&i.contract_name()).is_ok(),
+                "{}",
+                i.contract_name()
+            );
+            // Every instance's paths lead back to it.
+            for (path, action) in [
+                (i.prove_path(), Action::Prove),
+                (i.verify_path(), Action::Verify),
+            ] {
+                let m = match_path(&path).unwrap_or_else(|| panic!("{path} unmatched"));
+                assert_eq!((m.action, m.instance().unwrap()), (action, *i), "{path}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_payment_statements_keep_their_names_routes_and_files() {
+        let stems: Vec<String> = instances().map(|i| i.key_stem()).collect();
+        assert_eq!(stems.len(), 15);
+        assert_eq!(stems[0], "transfer-k2");
+        assert_eq!(stems[14], "withdraw-k6");
+        let t6 = instance("transfer", Some(6)).unwrap();
+        assert_eq!(t6.prove_path(), "/generateProofTransfer-6");
+        assert_eq!(t6.verify_path(), "/verifyProofTransfer-6");
+        assert_eq!(t6.contract_name(), "EnygmaTransferVerifierK6");
+        assert_eq!(
+            t6.development_seed_text(),
+            "enygma-prover development keys v1: transfer k=6"
+        );
+        let w2 = instance("withdraw", Some(2)).unwrap();
+        assert_eq!(w2.contract_name(), "EnygmaWithdrawVerifierK2");
+        assert_eq!(w2.descriptor().prove_route, "/generateProofWithdraw-{k}");
+        assert_eq!(w2.num_public_inputs(), 8 * 2 + 12);
+        assert_eq!(by_stem(DEFAULT_INSTANCE).unwrap(), t6);
+        assert!(by_name(DEFAULT_STATEMENT).is_some());
+    }
+
+    #[test]
+    fn k_is_parsed_as_the_reference_does() {
+        let sizes = 2..=6;
+        assert_eq!(parse_k(&sizes, "2"), Ok(2));
+        assert_eq!(parse_k(&sizes, "6"), Ok(6));
+        assert_eq!(parse_k(&sizes, "+4"), Ok(4)); // Atoi accepts a sign
+        assert_eq!(parse_k(&sizes, "06"), Ok(6));
+        let unsupported = Err("k value not supported: must be between 2 and 6".to_string());
+        assert_eq!(parse_k(&sizes, "7"), unsupported);
+        assert_eq!(parse_k(&sizes, "1"), unsupported);
+        assert_eq!(parse_k(&sizes, "-3"), unsupported);
+        let nan = Err(NON_NUMERIC_K.to_string());
+        assert_eq!(parse_k(&sizes, "abc"), nan);
+        assert_eq!(parse_k(&sizes, ""), nan);
+        assert_eq!(parse_k(&sizes, "99999999999999999999"), nan);
+    }
+
+    #[test]
+    fn paths_match_their_routes_only() {
+        let m = match_path("/generateProofDeposit-x").unwrap();
+        assert_eq!(m.action, Action::Prove);
+        assert_eq!(m.route, "/generateProofDeposit-{k}");
+        assert_eq!(m.raw_k, Some("x"));
+        assert_eq!(m.instance().unwrap_err(), NON_NUMERIC_K);
+        assert_eq!(
+            match_path("/verifyProofWithdraw-9")
+                .unwrap()
+                .instance()
+                .unwrap_err(),
+            "k value not supported: must be between 2 and 6"
+        );
+        for other in [
+            "/generateProofdeposit-2",
+            "/generateProofJoinsplit-2",
+            "/generateProofTransfer",
+            "/healthcheck",
+            "/",
+        ] {
+            assert!(match_path(other).is_none(), "{other}");
+        }
+    }
+
+    #[test]
+    fn circuit_lists_take_names_and_stems() {
+        assert_eq!(
+            stems(&resolve_list("transfer-k6").unwrap()),
+            ["transfer-k6"]
+        );
+        assert_eq!(
+            stems(&resolve_list("deposit-k3, transfer-k6,deposit-k3").unwrap()),
+            ["transfer-k6", "deposit-k3"]
+        );
+        assert_eq!(
+            stems(&resolve_list("withdraw").unwrap()),
+            [
+                "withdraw-k2",
+                "withdraw-k3",
+                "withdraw-k4",
+                "withdraw-k5",
+                "withdraw-k6"
+            ]
+        );
+        assert_eq!(resolve_list("transfer,deposit,withdraw").unwrap().len(), 15);
+        let err = resolve_list("transfer-k7").unwrap_err();
+        assert!(err.starts_with("unknown circuit \"transfer-k7\""), "{err}");
+        assert!(err.contains("transfer, deposit, withdraw"), "{err}");
+        assert!(
+            err.contains("transfer-k2") && err.contains("withdraw-k6"),
+            "{err}"
+        );
+        assert!(resolve_list("transfer,").is_err());
+        assert_eq!(
+            instance("transfer", None).unwrap_err(),
+            "transfer needs a size k (2 to 6)"
+        );
+        assert_eq!(
+            instance("deposit", Some(1)).unwrap_err(),
+            "k value not supported: must be between 2 and 6"
+        );
+    }
+}

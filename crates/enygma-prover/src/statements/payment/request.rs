@@ -1,0 +1,362 @@
+//! The reference's transfer, deposit and withdraw requests, parsed strictly.
+//!
+//! All three share the transfer's fields. A deposit adds `hash`, `pk`, `address` and `saltOut`;
+//! a withdraw adds `hashes`, `sk_deposits`, `v_per_deposit` and `saltsIn` (10 elements each) and
+//! `address`: the JSON names of the reference's Go request structs (its Postman samples for
+//! these routes are stale).
+//!
+//! The reference reduces values ≥ r, leading zeros and signs modulo r and accepts them, while
+//! echoing the raw strings in `public_signal`; it parses `sender_id` and `block_number` with Go's
+//! base-0 rules (hex, octal), truncates long arrays and panics on short ones. Here every number
+//! must be a canonical decimal string (no sign, no leading zero, below r), every array exactly k
+//! long, every field present. Each error names its field (`tx_values[3]: not a decimal number`)
+//! and never repeats the value, which may be secret. Unknown fields are ignored, as the
+//! reference's JSON binding ignores them.
+
+use enygma_circuit::{
+    dvp::WITHDRAW_SLOTS,
+    payment::{Deposit, Dvp, Kind, PaymentInputs, Withdraw},
+    Fr,
+};
+use serde_json::{Map, Value};
+
+use crate::request::{error, parse_field_element, to_decimal, RequestError};
+
+struct Fields<'a> {
+    object: &'a Map<String, Value>,
+    k: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, name: &str) -> Result<&'a Value, RequestError> {
+        self.object.get(name).ok_or_else(|| error(name, "missing"))
+    }
+
+    fn scalar(&self, name: &str) -> Result<Fr, RequestError> {
+        parse_field_element(name, self.get(name)?)
+    }
+
+    fn array_of<T>(
+        &self,
+        name: &str,
+        len: usize,
+        value: &'a Value,
+        item: impl Fn(&str, &'a Value) -> Result<T, RequestError>,
+    ) -> Result<Vec<T>, RequestError> {
+        let items = value
+            .as_array()
+            .ok_or_else(|| error(name, "expected an array"))?;
+        if items.len() != len {
+            return Err(error(
+                name,
+                format!("expected {len} elements, got {}", items.len()),
+            ));
+        }
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| item(&format!("{name}[{i}]"), v))
+            .collect()
+    }
+
+    fn scalars(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
+        self.array_of(name, self.k, self.get(name)?, parse_field_element)
+    }
+
+    fn slots(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
+        self.array_of(name, WITHDRAW_SLOTS, self.get(name)?, parse_field_element)
+    }
+
+    fn points(&self, name: &str) -> Result<Vec<(Fr, Fr)>, RequestError> {
+        self.array_of(name, self.k, self.get(name)?, |field, v| {
+            let xy = self.array_of(field, 2, v, parse_field_element)?;
+            Ok((xy[0], xy[1]))
+        })
+    }
+}
+
+/// Parses a `/generateProofTransfer-{k}` body.
+pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
+    parse_request(Kind::Transfer, k, body)
+}
+
+/// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`.
+pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        // serde_json's syntax errors give a position, never the input's text.
+        error("body", format!("malformed JSON ({e})"))
+    })?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| error("body", "expected a JSON object"))?;
+    let f = Fields { object, k };
+    Ok(PaymentInputs {
+        sender_id: f.scalar("sender_id")?,
+        anonymity_set: f.scalars("anonymity_set")?,
+        secret_key: f.scalar("secret_key")?,
+        shared_secrets: f.scalars("shared_secrets")?,
+        hashed_shared_secrets: f.scalars("hashed_shared_secrets")?,
+        public_keys: f.scalars("public_keys")?,
+        previous_sender_balance: f.scalar("previous_sender_balance")?,
+        previous_sender_random_value: f.scalar("previous_sender_random_value")?,
+        previous_commits: f.points("previous_commits")?,
+        tx_commits: f.points("tx_commits")?,
+        tx_values: f.scalars("tx_values")?,
+        tx_random_values: f.scalars("tx_random_values")?,
+        sender_tx_value: f.scalar("sender_tx_value")?,
+        nullifier: f.scalar("nullifier")?,
+        block_number: f.scalar("block_number")?,
+        message_tags: f.scalars("message_tags")?,
+        dvp: match kind {
+            Kind::Transfer => Dvp::None,
+            Kind::Deposit => Dvp::Deposit(Deposit {
+                hash: f.scalar("hash")?,
+                pk: f.scalar("pk")?,
+                address: f.scalar("address")?,
+                salt_out: f.scalar("saltOut")?,
+            }),
+            Kind::Withdraw => Dvp::Withdraw(Withdraw {
+                hashes: f.slots("hashes")?,
+                sk_deposits: f.slots("sk_deposits")?,
+                v_per_deposit: f.slots("v_per_deposit")?,
+                address: f.scalar("address")?,
+                salts_in: f.slots("saltsIn")?,
+            }),
+        },
+    })
+}
+
+/// The request body for `inputs`, in the reference's field names: what `enygma gen-request`
+/// writes. Serializing and parsing it again gives the same inputs.
+pub fn to_request_json(inputs: &PaymentInputs) -> Value {
+    let scalars = |xs: &[Fr]| Value::from(xs.iter().map(to_decimal).collect::<Vec<_>>());
+    let points = |ps: &[(Fr, Fr)]| {
+        Value::from(
+            ps.iter()
+                .map(|(x, y)| Value::from(vec![to_decimal(x), to_decimal(y)]))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut body = serde_json::json!({
+        "sender_id": to_decimal(&inputs.sender_id),
+        "anonymity_set": scalars(&inputs.anonymity_set),
+        "secret_key": to_decimal(&inputs.secret_key),
+        "shared_secrets": scalars(&inputs.shared_secrets),
+        "hashed_shared_secrets": scalars(&inputs.hashed_shared_secrets),
+        "public_keys": scalars(&inputs.public_keys),
+        "previous_sender_balance": to_decimal(&inputs.previous_sender_balance),
+        "previous_sender_random_value": to_decimal(&inputs.previous_sender_random_value),
+        "previous_commits": points(&inputs.previous_commits),
+        "tx_commits": points(&inputs.tx_commits),
+        "tx_values": scalars(&inputs.tx_values),
+        "tx_random_values": scalars(&inputs.tx_random_values),
+        "sender_tx_value": to_decimal(&inputs.sender_tx_value),
+        "nullifier": to_decimal(&inputs.nullifier),
+        "block_number": to_decimal(&inputs.block_number),
+        "message_tags": scalars(&inputs.message_tags),
+    });
+    let extra = match &inputs.dvp {
+        Dvp::None => serde_json::json!({}),
+        Dvp::Deposit(d) => serde_json::json!({
+            "hash": to_decimal(&d.hash),
+            "pk": to_decimal(&d.pk),
+            "address": to_decimal(&d.address),
+            "saltOut": to_decimal(&d.salt_out),
+        }),
+        Dvp::Withdraw(w) => serde_json::json!({
+            "hashes": scalars(&w.hashes),
+            "sk_deposits": scalars(&w.sk_deposits),
+            "v_per_deposit": scalars(&w.v_per_deposit),
+            "address": to_decimal(&w.address),
+            "saltsIn": scalars(&w.salts_in),
+        }),
+    };
+    if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+        body.extend(extra);
+    }
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn sample() -> PaymentInputs {
+        sample_of(Kind::Transfer)
+    }
+
+    fn sample_of(kind: Kind) -> PaymentInputs {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+        PaymentInputs::generate(kind, 3, 1, 5, 10, &mut rng)
+    }
+
+    fn with(edit: impl Fn(&mut Value)) -> Result<PaymentInputs, RequestError> {
+        let mut v = to_request_json(&sample());
+        edit(&mut v);
+        parse_transfer_request(3, v.to_string().as_bytes())
+    }
+
+    #[test]
+    fn round_trips() {
+        assert_eq!(with(|_| {}).unwrap(), sample());
+        for kind in [Kind::Transfer, Kind::Deposit, Kind::Withdraw] {
+            let inputs = sample_of(kind);
+            let body = to_request_json(&inputs).to_string();
+            assert_eq!(
+                parse_request(kind, 3, body.as_bytes()).unwrap(),
+                inputs,
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn deposit_and_withdraw_fields_are_required_and_named() {
+        let parse = |kind: Kind, edit: &dyn Fn(&mut Value)| {
+            let mut v = to_request_json(&sample_of(kind));
+            edit(&mut v);
+            parse_request(kind, 3, v.to_string().as_bytes())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let remove = |name: &'static str| {
+            move |v: &mut Value| {
+                v.as_object_mut().unwrap().remove(name);
+            }
+        };
+        for field in ["hash", "pk", "address", "saltOut"] {
+            assert_eq!(
+                parse(Kind::Deposit, &remove(field)),
+                Err(format!("{field}: missing"))
+            );
+        }
+        for field in [
+            "hashes",
+            "sk_deposits",
+            "v_per_deposit",
+            "address",
+            "saltsIn",
+        ] {
+            assert_eq!(
+                parse(Kind::Withdraw, &remove(field)),
+                Err(format!("{field}: missing"))
+            );
+        }
+        assert_eq!(
+            parse(Kind::Withdraw, &|v| {
+                v["hashes"].as_array_mut().unwrap().pop();
+            }),
+            Err("hashes: expected 10 elements, got 9".into())
+        );
+        assert_eq!(
+            parse(Kind::Withdraw, &|v| v["v_per_deposit"][4] = "-1".into()),
+            Err("v_per_deposit[4]: not a decimal number".into())
+        );
+        assert_eq!(
+            parse(Kind::Deposit, &|v| v["saltOut"] = 7.into()),
+            Err("saltOut: expected a decimal string".into())
+        );
+        // The stale Postman spelling is not accepted in place of the struct's.
+        assert_eq!(
+            parse(Kind::Withdraw, &|v| {
+                let salts = v.as_object_mut().unwrap().remove("saltsIn").unwrap();
+                v["salts_in"] = salts;
+            }),
+            Err("saltsIn: missing".into())
+        );
+        // A transfer body is not a deposit.
+        let transfer = to_request_json(&sample()).to_string();
+        assert_eq!(
+            parse_request(Kind::Deposit, 3, transfer.as_bytes())
+                .unwrap_err()
+                .to_string(),
+            "hash: missing"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+            (
+                Box::new(|v| v["tx_values"][2] = "12a".into()),
+                "tx_values[2]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["tx_values"][2] = "-1".into()),
+                "tx_values[2]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["tx_values"][2] = "0x10".into()),
+                "tx_values[2]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["block_number"] = "0123".into()),
+                "block_number: leading zeros are not allowed",
+            ),
+            (
+                Box::new(|v| v["block_number"] = 12.into()),
+                "block_number: expected a decimal string",
+            ),
+            (
+                Box::new(|v| v["secret_key"] = "".into()),
+                "secret_key: not a decimal number",
+            ),
+            (
+                Box::new(|v| {
+                    v["nullifier"] =
+                        "21888242871839275222246405745257275088548364400416034343698204186575808495617".into()
+                }),
+                "nullifier: not below the field modulus r",
+            ),
+            (
+                Box::new(|v| v["anonymity_set"].as_array_mut().unwrap().push("1".into())),
+                "anonymity_set: expected 3 elements, got 4",
+            ),
+            (
+                Box::new(|v| {
+                    v["message_tags"].as_array_mut().unwrap().pop();
+                }),
+                "message_tags: expected 3 elements, got 2",
+            ),
+            (
+                Box::new(|v| {
+                    v.as_object_mut().unwrap().remove("sender_tx_value");
+                }),
+                "sender_tx_value: missing",
+            ),
+            (
+                Box::new(|v| v["tx_commits"][1] = Value::from(vec!["1"])),
+                "tx_commits[1]: expected 2 elements, got 1",
+            ),
+            (
+                Box::new(|v| v["previous_commits"][0][1] = "x".into()),
+                "previous_commits[0][1]: not a decimal number",
+            ),
+            (
+                Box::new(|v| v["shared_secrets"] = "1".into()),
+                "shared_secrets: expected an array",
+            ),
+        ];
+        for (edit, expected) in cases {
+            assert_eq!(with(edit).unwrap_err().to_string(), expected);
+        }
+        assert_eq!(
+            parse_transfer_request(3, b"[1]").unwrap_err().to_string(),
+            "body: expected a JSON object"
+        );
+        assert!(parse_transfer_request(3, b"{\"a\":")
+            .unwrap_err()
+            .to_string()
+            .starts_with("body: malformed JSON"));
+    }
+
+    #[test]
+    fn errors_never_repeat_the_value() {
+        let secret = "98765432109876543210x";
+        let err = with(|v| v["secret_key"] = secret.into())
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("9876"), "{err}");
+    }
+}
