@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use enygma_prover::statements::{self, Instance};
 
 /// Log output format.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -35,9 +36,20 @@ pub struct Args {
     pub port: u16,
 
     /// Directory of the proving and verifying keys ({stem}.pk, {stem}.vk). Missing keys are
-    /// created there at startup (development keys, logged as such).
+    /// created there at startup (development keys, logged as such) unless --require-keys.
     #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
     pub keys_dir: PathBuf,
+
+    /// The circuits this server hosts, comma-separated: key stems (transfer-k6) or statement
+    /// names (deposit: every k). Only their keys are loaded and only their routes answer (the
+    /// others 404); /readyz waits for them only [default: every statement and k].
+    #[arg(long, env = "ENYGMA_CIRCUITS", value_name = "LIST", value_parser = parse_circuits)]
+    pub circuits: Option<CircuitList>,
+
+    /// Refuse to start when a proving key of a hosted circuit is missing, instead of creating
+    /// development keys (for production).
+    #[arg(long, env = "ENYGMA_REQUIRE_KEYS")]
+    pub require_keys: bool,
 
     /// Maximum number of proofs computed at once, across all statements and k [default: 1, with --prove-threads
     /// using every CPU: the best setting of the load generator's sweep on a 2-core machine, see
@@ -100,7 +112,33 @@ pub struct AdmissionConfig {
     pub verify_queue_depth: usize,
 }
 
+/// A `--circuits` list, resolved against the statement registry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CircuitList(pub Vec<Instance>);
+
+/// Parses `--circuits`; an unknown item is an error that lists the valid ones.
+fn parse_circuits(s: &str) -> Result<CircuitList, String> {
+    statements::resolve_list(s).map(CircuitList)
+}
+
 impl Args {
+    /// The statement instances to host: `--circuits`, else all of them.
+    pub fn hosted(&self) -> Vec<Instance> {
+        match &self.circuits {
+            Some(CircuitList(list)) => list.clone(),
+            None => statements::instances().collect(),
+        }
+    }
+
+    /// What to do about a missing proving key.
+    pub fn missing_keys(&self) -> enygma_prover::MissingKeys {
+        if self.require_keys {
+            enygma_prover::MissingKeys::Refuse
+        } else {
+            enygma_prover::MissingKeys::Create
+        }
+    }
+
     /// Resolves the defaults that depend on the machine or on other flags.
     pub fn admission(&self) -> AdmissionConfig {
         let cpus = std::thread::available_parallelism()
@@ -188,6 +226,33 @@ mod tests {
         assert_eq!(adm.prove_threads, cpus);
         assert_eq!(adm.queue_timeout, Duration::from_secs(30));
         assert_eq!(args.log_format, LogFormat::Text);
+        assert_eq!(args.hosted(), statements::instances().collect::<Vec<_>>());
+        assert_eq!(args.hosted().len(), 15);
+        assert!(!args.require_keys);
+    }
+
+    #[test]
+    fn circuits_and_require_keys() {
+        let args = Args::try_parse_from([
+            "enygma-server",
+            "--circuits",
+            "withdraw-k2,transfer-k6",
+            "--require-keys",
+        ])
+        .unwrap();
+        let stems: Vec<String> = args.hosted().iter().map(Instance::key_stem).collect();
+        assert_eq!(stems, ["transfer-k6", "withdraw-k2"]);
+        assert_eq!(args.missing_keys(), enygma_prover::MissingKeys::Refuse);
+        let deposit = Args::try_parse_from(["enygma-server", "--circuits", "deposit"]).unwrap();
+        assert_eq!(deposit.hosted().len(), 5);
+        let err = Args::try_parse_from(["enygma-server", "--circuits", "transfer-k9"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown circuit \"transfer-k9\""), "{err}");
+        assert!(
+            err.contains("transfer-k6") && err.contains("withdraw"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! plain paths for a statement without sizes; `enygma_prover::statements` is the list.
 //! - A prove route answers the proof of that statement instance (200), or `{"error": "..."}`
 //!   with 400 (bad k, malformed or non-canonical input; the message names the field), 404 (the
-//!   instance is not hosted here), 413 (body over the limit), 422 (a check
+//!   instance is not hosted here, see `--circuits`), 413 (body over the limit), 422 (a check
 //!   fails; the message names it), 503 + `Retry-After` (queue full, or keys still loading), 504
 //!   (queue timeout), 500 (prover failure).
 //! - A verify route takes a 200 body of the same instance's prove route and answers

@@ -7,9 +7,8 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use enygma_prover::{statements, MissingKeys};
 use enygma_server::config::{Args, LogFormat};
-use enygma_server::prover::RealBackend;
+use enygma_server::prover::{missing_proving_keys, RealBackend};
 use enygma_server::{serve, shutdown_signal, AppState, Exit};
 
 fn main() -> ExitCode {
@@ -41,7 +40,8 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Exit {
     let admission = args.admission();
-    let hosted: Vec<_> = statements::instances().collect();
+    let hosted = args.hosted();
+    let circuits: Vec<String> = hosted.iter().map(|i| i.key_stem()).collect();
     tracing::info!(
         max_inflight = admission.max_inflight.map(|n| n as u64),
         prove_threads = admission.prove_threads,
@@ -51,8 +51,21 @@ async fn run(args: Args) -> Exit {
         body_limit = args.body_limit,
         keys_dir = %args.keys_dir.display(),
         unlimited = args.unlimited,
+        circuits = %circuits.join(","),
+        require_keys = args.require_keys,
         "starting enygma-server"
     );
+    if args.require_keys {
+        let missing = missing_proving_keys(&args.keys_dir, &hosted);
+        if !missing.is_empty() {
+            let files: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+            tracing::error!(
+                missing = %files.join(", "),
+                "--require-keys: proving keys of hosted circuits are missing; not starting (provide them, or host fewer circuits with --circuits)"
+            );
+            return Exit::Startup;
+        }
+    }
     let state = match AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone()) {
         Ok(state) => Arc::new(state),
         Err(e) => {
@@ -71,11 +84,11 @@ async fn run(args: Args) -> Exit {
         Ok(addr) => tracing::info!(addr = %addr, "listening"),
         Err(e) => tracing::warn!(error = %e, "listening (address unknown)"),
     }
-    let keys_dir = args.keys_dir.clone();
+    let (keys_dir, missing_keys) = (args.keys_dir.clone(), args.missing_keys());
     serve(
         listener,
         state,
-        move || RealBackend::load(&keys_dir, &hosted, MissingKeys::Create),
+        move || RealBackend::load(&keys_dir, &hosted, missing_keys),
         shutdown_signal(),
         args.drain_timeout,
     )

@@ -1,10 +1,10 @@
 //! The real prover behind the [`ProofBackend`] seam: a thin adapter over
 //! `enygma_prover::Prover` for the statement instances this server hosts.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use enygma_prover::{
-    statements::Instance, MissingKeys, Prepared, ProofResponse, ProveError, Prover,
+    keys, statements::Instance, MissingKeys, Prepared, ProofResponse, ProveError, Prover,
 };
 
 use crate::backend::{BackendError, ProofBackend, ProofOutput};
@@ -14,7 +14,7 @@ pub struct RealBackend(Prover);
 
 impl RealBackend {
     /// Loads the keys of the `hosted` instances, creating missing ones as development keys or
-    /// refusing to, as `missing` says. Slow: seconds.
+    /// refusing to (`--require-keys`), as `missing` says. Slow: seconds.
     pub fn load(
         keys_dir: &Path,
         hosted: &[Instance],
@@ -24,6 +24,16 @@ impl RealBackend {
             .map(RealBackend)
             .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))
     }
+}
+
+/// The proving keys of `hosted` that are not in `keys_dir` (what `--require-keys` checks before
+/// the server listens).
+pub fn missing_proving_keys(keys_dir: &Path, hosted: &[Instance]) -> Vec<PathBuf> {
+    hosted
+        .iter()
+        .map(|&i| keys::KeyPaths::new(keys_dir, i).proving)
+        .filter(|p| !p.exists())
+        .collect()
 }
 
 /// The prover's error Display strings name fields and checks, never values: safe to return.

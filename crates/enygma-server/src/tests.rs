@@ -996,3 +996,77 @@ async fn all_statements_share_one_proving_cap_and_queue() {
     );
     assert_eq!(s.stop().await, Exit::Clean);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_hosting_one_instance_answers_its_routes_and_404s_the_others() {
+    let transfer6 = enygma_prover::statements::by_stem("transfer-k6").unwrap();
+    let s = start_hosting(
+        cfg(Some(1), 4, 5_000),
+        Duration::ZERO,
+        Duration::from_secs(10),
+        false,
+        vec![transfer6],
+    )
+    .await;
+    s.wait_ready().await;
+    let a = s.addr;
+    let ok = post(a, "/generateProofTransfer-6", &body("t6", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let v = post(a, "/verifyProofTransfer-6", br#"{"tag":"good"}"#, T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (v.status, v.json()),
+        (200, serde_json::json!({"valid": true}))
+    );
+    let prepared = s.log.prepared.load(Ordering::SeqCst);
+    for (path, stem) in [
+        ("/generateProofTransfer-2", "transfer-k2"),
+        ("/generateProofDeposit-3", "deposit-k3"),
+        ("/verifyProofWithdraw-6", "withdraw-k6"),
+    ] {
+        let r = post(a, path, &body("x", 0), T).await.unwrap();
+        assert_eq!(
+            (r.status, r.error()),
+            (404, format!("circuit {stem} is not hosted here")),
+            "{path}"
+        );
+        assert_no_secret(&r);
+    }
+    // A bad k is still the reference's 400, on any statement's route.
+    let bad_k = post(a, "/generateProofDeposit-7", &body("x", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(
+        (bad_k.status, bad_k.error().as_str()),
+        (400, "k value not supported: must be between 2 and 6")
+    );
+    // The refused requests never reached the backend.
+    assert_eq!(s.log.prepared.load(Ordering::SeqCst), prepared);
+    assert_eq!(s.log.verified.lock().unwrap().as_slice(), ["transfer-k6"]);
+
+    let m = s.metrics().await;
+    assert_eq!(
+        metric(&m, "enygma_http_requests_total{route=\"/generateProofDeposit-{k}\",k=\"3\",status=\"404\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "enygma_prove_seconds_count{statement=\"transfer\",k=\"6\"}"
+        ),
+        Some(1.0)
+    );
+    // Only the hosted instance has proof histograms.
+    let series: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("enygma_witness_seconds_count"))
+        .collect();
+    assert_eq!(
+        series,
+        ["enygma_witness_seconds_count{statement=\"transfer\",k=\"6\"} 1"]
+    );
+    assert_eq!(s.stop().await, Exit::Clean);
+}

@@ -923,3 +923,107 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
         }
     }
 }
+
+/// Issue 15: a replica that hosts `transfer-k6` alone loads only its keys, answers its routes,
+/// 404s every other statement instance with a message, and is ready without the others' keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_hosting_transfer_k6_alone() {
+    let _serial = serial();
+    let k6 = sample("transfer-k6.json");
+    let server = Server::start(&["--circuits", "transfer-k6"]).await;
+    let ready = get(server.addr, "/readyz").await.unwrap();
+    assert_eq!(
+        (ready.status, ready.body.as_str()),
+        (200, r#"{"status":"ready"}"#)
+    );
+
+    let proof = server.prove(6, &k6).await;
+    assert_eq!(proof.status, 200, "{}", proof.body);
+    let valid = post(
+        server.addr,
+        "/verifyProofTransfer-6",
+        proof.body.as_bytes(),
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(valid.json(), serde_json::json!({"valid": true}));
+
+    for (path, stem) in [
+        ("/generateProofDeposit-3", "deposit-k3"),
+        ("/generateProofTransfer-2", "transfer-k2"),
+        ("/verifyProofWithdraw-6", "withdraw-k6"),
+    ] {
+        let r = post(server.addr, path, &k6, PROVE_TIMEOUT).await.unwrap();
+        assert_eq!(
+            (r.status, r.error()),
+            (404, format!("circuit {stem} is not hosted here")),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        metric(&server.metrics().await, "enygma_proofs_started_total"),
+        Some(1.0)
+    );
+
+    let logs = server.stop();
+    let loaded: Vec<String> = logs
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["message"] == "keys and matrices loaded")
+        .map(|v| v["circuit"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(loaded, ["transfer-k6"], "only the hosted keys are loaded");
+}
+
+/// Issue 15: `--require-keys` with no keys refuses to start, names the missing key, and creates
+/// nothing.
+#[test]
+fn require_keys_without_keys_refuses_to_start() {
+    let dir = std::env::temp_dir().join(format!("enygma-require-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_enygma-server"))
+        .args(["--bind", "127.0.0.1", "--port", "0", "--require-keys"])
+        .args(["--circuits", "transfer-k2,deposit-k2", "--keys-dir"])
+        .arg(&dir)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start enygma-server");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server did not exit without its keys");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let output = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(status.code(), Some(2), "{text}");
+    assert!(text.contains("--require-keys"), "{text}");
+    for key in ["transfer-k2.pk", "deposit-k2.pk"] {
+        assert!(
+            text.contains(key),
+            "the message does not name {key}: {text}"
+        );
+    }
+    assert!(!text.contains("listening"), "it listened: {text}");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "keys were created"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
