@@ -16,6 +16,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 
 use crate::admission::{AdmitError, Limiter, Permit, ProveAdmission, Slot};
+use crate::auth::Auth;
 use crate::backend::{parse_k, BackendError, Kind, ProofBackend};
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
@@ -126,6 +127,8 @@ pub struct AppState<B: ProofBackend> {
     /// Verification has its own small limit and never enters the proving queue.
     pub verify: Limiter,
     pub metrics: Arc<Metrics>,
+    /// Bearer tokens of the API and of `/metrics` (none by default: open).
+    pub auth: Arc<Auth>,
     draining: AtomicBool,
     body_limit: usize,
 }
@@ -140,6 +143,7 @@ impl<B: ProofBackend> AppState<B> {
                 cfg.prove_threads,
                 cfg.queue_depth,
                 cfg.queue_timeout,
+                cfg.service_time,
                 metrics.clone(),
             )?,
             verify: Limiter::new(
@@ -150,9 +154,16 @@ impl<B: ProofBackend> AppState<B> {
                 metrics.clone(),
             ),
             metrics,
+            auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
             body_limit,
         })
+    }
+
+    /// Requires the bearer tokens of `auth` (see [`crate::auth`]).
+    pub fn with_auth(mut self, auth: Arc<Auth>) -> Self {
+        self.auth = auth;
+        self
     }
 
     /// Makes the service ready. Only the first call has an effect.
@@ -214,6 +225,10 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .merge(verifying)
         .merge(probes)
         .fallback(not_found)
+        .layer(from_fn_with_state(
+            (st.auth.clone(), st.metrics.clone()),
+            crate::auth::check,
+        ))
         .layer(from_fn_with_state(st.clone(), observe::<B>))
         .with_state(state)
 }
@@ -235,7 +250,7 @@ pub struct ApiError {
 struct ErrorNote(Cow<'static, str>);
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
         ApiError {
             status,
             message: message.into(),
@@ -336,7 +351,7 @@ fn route_label(path: &str) -> &'static str {
     }
 }
 
-fn is_probe(route: &'static str) -> bool {
+pub(crate) fn is_probe(route: &str) -> bool {
     matches!(route, "/healthcheck" | "/livez" | "/readyz" | "/metrics")
 }
 
@@ -548,6 +563,8 @@ async fn intake<B: ProofBackend>(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("request body larger than {} bytes", st.body_limit),
                 )
+            } else if let Some(t) = crate::transport::BodyTimeout::find(&e) {
+                ApiError::new(StatusCode::REQUEST_TIMEOUT, t.to_string())
             } else {
                 ApiError::new(StatusCode::BAD_REQUEST, "could not read the request body")
             }

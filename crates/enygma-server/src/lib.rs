@@ -66,16 +66,19 @@
 
 pub mod admission;
 pub mod app;
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod malloc;
 pub mod metrics;
 pub mod prover;
 pub mod server;
+pub mod tls;
+pub mod transport;
 
 #[cfg(test)]
 mod tests;
 
 pub use app::{router, AppState};
 pub use backend::{BackendError, Kind, ProofBackend, ProofOutput};
-pub use server::{serve, shutdown_signal, Exit};
+pub use server::{reload_on_sighup, serve, shutdown_signal, Exit};
