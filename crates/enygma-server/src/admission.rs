@@ -531,6 +531,72 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn sheds_a_newcomer_whose_expected_wait_exceeds_the_queue_timeout() {
+        let ms = Duration::from_millis;
+        for slots in [1, 2] {
+            let m = Arc::new(Metrics::new());
+            let l = Arc::new(
+                Limiter::new(QueueKind::Prove, slots, 100, ms(1_000), m.clone())
+                    .with_service_time(ms(100)),
+            );
+            // Position p waits about p x 100 ms / slots: 10 x slots places fit 1 s.
+            let places = 10 * slots;
+            assert_eq!(l.expected_wait(places), Some(ms(1_000)));
+            assert_eq!(
+                l.expected_wait(places + 1),
+                Some(ms(1_000 + 100 / slots as u64))
+            );
+            let mut held = Vec::new();
+            for _ in 0..slots {
+                held.push(l.acquire().await.unwrap().0);
+            }
+            let waiters: Vec<_> = (0..places)
+                .map(|_| {
+                    let l = l.clone();
+                    tokio::spawn(async move { l.acquire().await.map(|_| ()) })
+                })
+                .collect();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while l.gauges().queued < places {
+                assert!(Instant::now() < deadline, "waiters never queued");
+                tokio::time::sleep(ms(5)).await;
+            }
+            // The queue has places left, but the next newcomer would wait past the timeout.
+            assert!(l.gauges().queue_capacity > places);
+            assert!(l.shed_early());
+            assert_eq!(l.acquire().await.unwrap_err(), AdmitError::Shed);
+            assert_eq!(m.queue(QueueKind::Prove).shed.load(Ordering::Relaxed), 2);
+            // One service time from now a place fits again.
+            assert_eq!(l.retry_after_secs(), 1);
+            drop(held);
+            for w in waiters {
+                w.await.unwrap().unwrap();
+            }
+            assert_eq!(
+                m.queue(QueueKind::Prove).timeouts.load(Ordering::Relaxed),
+                0
+            );
+        }
+    }
+
+    #[test]
+    fn the_service_time_estimate_follows_observations() {
+        let ms = Duration::from_millis;
+        let estimate = ServiceTime::new(ms(100));
+        estimate.observe(ms(300));
+        // 100 + 0.2 x (300 - 100)
+        assert_eq!(estimate.get(), ms(140));
+        for _ in 0..60 {
+            estimate.observe(ms(300));
+        }
+        assert!(ms(300) - estimate.get() < ms(1), "{:?}", estimate.get());
+        // Without an estimate a limiter sheds on depth alone.
+        let (l, _) = limiter(1, 4, 1);
+        assert_eq!(l.expected_wait(1_000), None);
+        assert_eq!(l.retry_after_secs(), 1);
+    }
+
+    #[tokio::test]
     async fn zero_depth_never_queues() {
         let (l, _) = limiter(1, 0, 5_000);
         let _p = l.acquire().await.unwrap();
