@@ -375,6 +375,8 @@ mod tests {
         assert_eq!(limits.max_connections, 1024);
         assert_eq!(limits.max_header_bytes, 16384);
         assert_eq!(limits.http2_max_streams, 16);
+        // The in-process default (tests, embedders) is the flags' default.
+        assert_eq!(limits, crate::transport::Limits::default());
     }
 
     #[test]

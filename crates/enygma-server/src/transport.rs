@@ -67,7 +67,7 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// The flags' defaults.
+    /// The flags' defaults (`config::AccessArgs`; its `defaults` test checks that they agree).
     fn default() -> Self {
         Limits {
             header_read_timeout: Duration::from_secs(10),

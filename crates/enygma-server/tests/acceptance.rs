@@ -917,7 +917,7 @@ async fn tls_tokens_and_sighup_reload_on_the_binary() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
     }
-    let mut server = Server::spawn(&[
+    let server = Server::spawn(&[
         "--tls-cert",
         cert.to_str().unwrap(),
         "--tls-key",
