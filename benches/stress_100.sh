@@ -70,9 +70,9 @@ awk '{print $1}' "$work/results" | sort | uniq -c | awk '{printf "| %s | %s |\n"
 echo
 wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
 sort -n -k2 "$work/results" | awk -v wall="$wall" '
-  { t[NR] = $2 }
+  { t[NR] = $2; if ($1 == 200) ok++ }
   END {
-    printf "- Wall time for all %d answers: %s s (%.2f proofs/s)\n", NR, wall, NR / wall
+    printf "- Wall time for all %d answers: %s s (%d proofs answered 200: %.2f proofs/s)\n", NR, wall, ok, ok / wall
     printf "- Latency per request: min %.2f s, median %.2f s, max %.2f s\n", t[1], t[int((NR + 1) / 2)], t[NR]
   }'
 echo "- Resident memory: $(mb "$rss_ready") MB when ready, peak $(mb "$peak_burst") MB during the burst (sampled every 50 ms), VmHWM $(mb "$hwm") MB (whole run, key loading included)"
