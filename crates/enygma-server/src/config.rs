@@ -66,7 +66,8 @@ pub struct Args {
     /// Initial estimate of one proof's time on a slot, for the expected-wait shedding and the
     /// default --queue-depth; after start the estimate follows the observed proof times
     /// [default: 350ms with 2 or more --prove-threads, 700ms with 1: a k=6 transfer on the
-    /// 2-core development machine, benches/results/2026-12-03-amd-epyc-k6-proof.md].
+    /// 2-core development machine, benches/results/2026-12-03-amd-epyc-k6-proof.md; 0 also
+    /// means the default].
     #[arg(long, env = "ENYGMA_EXPECTED_SERVICE_TIME", value_parser = parse_duration)]
     pub expected_service_time: Option<Duration>,
 
