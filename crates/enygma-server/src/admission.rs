@@ -1,8 +1,9 @@
 //! Admission control: a global cap on work in flight, a bounded FIFO queue with a timeout, and
-//! immediate shedding when the queue is full. See the crate documentation for the design.
+//! immediate shedding when the queue is full or when a newcomer's expected wait would exceed the
+//! queue timeout. See the crate documentation for the design.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,12 +20,55 @@ pub enum AdmitError {
     Timeout(Duration),
 }
 
+/// How long one job holds its slot, as a running estimate: seeded with a measured figure (see
+/// `config::default_service_time`) and then moved towards every observed job time by an
+/// exponentially weighted average, so that it follows the machine and the mix of statements and
+/// k actually served.
+#[derive(Debug)]
+pub struct ServiceTime {
+    nanos: AtomicU64,
+}
+
+impl ServiceTime {
+    /// Weight of the newest observation: about the last ten jobs dominate the estimate, so a
+    /// single slow proof does not swing it.
+    const WEIGHT: f64 = 0.2;
+
+    pub fn new(initial: Duration) -> Self {
+        ServiceTime {
+            nanos: AtomicU64::new(duration_nanos(initial).max(1)),
+        }
+    }
+
+    pub fn get(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    pub fn observe(&self, took: Duration) {
+        let took = duration_nanos(took) as f64;
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                let next = old as f64 + Self::WEIGHT * (took - old as f64);
+                Some((next.round() as u64).max(1))
+            });
+    }
+}
+
+fn duration_nanos(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
 /// A counting semaphore with a bounded FIFO queue in front of it.
 ///
 /// tokio's `Semaphore` is fair: waiters are served strictly in arrival order and a released
 /// permit goes to the oldest waiter before any newcomer can `try_acquire` it. On top of it this
 /// type bounds the number of waiters (the queue depth), bounds how long each may wait, and
 /// counts the waiters that give up because their request future was dropped (client gone).
+///
+/// With a [`ServiceTime`] it also refuses a place to a request whose expected wait exceeds the
+/// queue timeout (see [`Self::expected_wait`]): such a request would only wait to be answered
+/// 504, so it is answered 503 with `Retry-After` at once instead.
 pub struct Limiter {
     kind: QueueKind,
     semaphore: Arc<Semaphore>,
@@ -32,6 +76,7 @@ pub struct Limiter {
     queue_depth: usize,
     queue_timeout: Duration,
     queued: AtomicUsize,
+    service_time: Option<Arc<ServiceTime>>,
     metrics: Arc<Metrics>,
 }
 
@@ -57,8 +102,39 @@ impl Limiter {
             queue_depth,
             queue_timeout,
             queued: AtomicUsize::new(0),
+            service_time: None,
             metrics,
         }
+    }
+
+    /// Sheds by expected wait too, starting from the estimate `initial` (see [`ServiceTime`]).
+    pub fn with_service_time(mut self, initial: Duration) -> Self {
+        self.service_time = Some(Arc::new(ServiceTime::new(initial)));
+        self
+    }
+
+    /// The current service time estimate, if this limiter sheds by expected wait.
+    pub fn service_time(&self) -> Option<Duration> {
+        self.service_time.as_deref().map(ServiceTime::get)
+    }
+
+    /// The wait expected for the request at `position` (1 = next) in the queue: every
+    /// `service_time` the `max_inflight` slots take `max_inflight` requests off the queue, so
+    /// position p starts after about p x service_time / max_inflight (an upper estimate: the
+    /// proofs in flight have already run part of theirs).
+    pub fn expected_wait(&self, position: usize) -> Option<Duration> {
+        let per_slot = duration_nanos(self.service_time()?) as u128;
+        let nanos = position as u128 * per_slot / self.max_inflight as u128;
+        Some(Duration::from_nanos(nanos.min(u64::MAX as u128) as u64))
+    }
+
+    /// Whether a newcomer finding `queued` requests waiting may join them: the queue has a free
+    /// place and the newcomer's expected wait fits the queue timeout.
+    fn has_room(&self, queued: usize) -> bool {
+        queued < self.queue_depth
+            && self
+                .expected_wait(queued + 1)
+                .is_none_or(|wait| wait <= self.queue_timeout)
     }
 
     /// Takes a free slot at once, or queues (FIFO) for one if the queue has room, or sheds.
@@ -74,7 +150,7 @@ impl Limiter {
         let reserved = self
             .queued
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |q| {
-                (q < self.queue_depth).then_some(q + 1)
+                self.has_room(q).then_some(q + 1)
             })
             .is_ok();
         if !reserved {
@@ -109,14 +185,15 @@ impl Limiter {
         }
     }
 
-    /// Sheds a request before any work is spent on it when every slot is busy and the queue is
-    /// full (counted like any other shed). Without this, a storm of retries against a full
+    /// Sheds a request before any work is spent on it when every slot is busy and the queue has
+    /// no room for it (full, or its expected wait exceeds the queue timeout; counted like any
+    /// other shed). Without this, a storm of retries against a full
     /// queue made the server parse and check every one of them first, and that CPU came out of
     /// the proofs: measured at 16 clients in flight, throughput fell from 2.4 to 0.8 proofs/s.
     /// [`Self::acquire`] stays the authority; this only answers early what it would answer.
     pub fn shed_early(&self) -> bool {
         let saturated = self.semaphore.available_permits() == 0
-            && self.queued.load(Ordering::SeqCst) >= self.queue_depth;
+            && !self.has_room(self.queued.load(Ordering::SeqCst));
         if saturated {
             self.metrics
                 .queue(self.kind)
@@ -126,14 +203,21 @@ impl Limiter {
         saturated
     }
 
-    /// Seconds a shed client should wait before retrying: the time to work off a full queue at
-    /// the mean service time seen so far, between 1 and 60.
+    /// Seconds a shed client should wait before retrying, between 1 and 60: the time until a
+    /// newcomer would find room, i.e. until the queue has shrunk below both its depth and the
+    /// length whose expected wait fits the queue timeout, at `max_inflight` requests per
+    /// service time. 1 without a service time estimate.
     pub fn retry_after_secs(&self) -> u64 {
-        let Some(mean) = self.metrics.mean_service_time() else {
+        let Some(service) = self.service_time() else {
             return 1;
         };
-        let backlog = (self.queue_depth + self.max_inflight) as f64 / self.max_inflight as f64;
-        (mean.as_secs_f64() * backlog).ceil().clamp(1.0, 60.0) as u64
+        let service = service.as_secs_f64();
+        let n = self.max_inflight as f64;
+        let fits_timeout = (self.queue_timeout.as_secs_f64() * n / service).floor();
+        let room = (self.queue_depth as f64).min(fits_timeout);
+        let waiting = (self.queued.load(Ordering::SeqCst) + 1) as f64;
+        let excess = (waiting - room).max(1.0);
+        (excess * service / n).ceil().clamp(1.0, 60.0) as u64
     }
 
     pub fn gauges(&self) -> QueueGauges {
@@ -141,6 +225,7 @@ impl Limiter {
             queued: self.queued.load(Ordering::SeqCst),
             queue_capacity: self.queue_depth,
             max_inflight: self.max_inflight,
+            service_time: self.service_time(),
         }
     }
 
@@ -212,12 +297,14 @@ fn build_pool(threads: usize, name: String) -> Result<rayon::ThreadPool, String>
 }
 
 impl ProveAdmission {
-    /// `max_inflight: None` means unlimited.
+    /// `max_inflight: None` means unlimited. `service_time` seeds the estimate of one proof's
+    /// time on a slot (see [`Limiter::expected_wait`]).
     pub fn new(
         max_inflight: Option<usize>,
         prove_threads: usize,
         queue_depth: usize,
         queue_timeout: Duration,
+        service_time: Duration,
         metrics: Arc<Metrics>,
     ) -> Result<Self, String> {
         let mut pools = Vec::new();
@@ -235,6 +322,7 @@ impl ProveAdmission {
                     queue_timeout,
                     metrics.clone(),
                 )
+                .with_service_time(service_time)
             }),
             idle_pools: Arc::new(Mutex::new(pools)),
             prove_threads,
@@ -300,9 +388,14 @@ impl ProveAdmission {
         };
         let (tx, rx) = oneshot::channel();
         let metrics = self.metrics.clone();
+        let service_time = self.limiter.as_ref().and_then(|l| l.service_time.clone());
         pool.spawn(move || {
             metrics.proof_started();
+            let start = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(job));
+            if let Some(estimate) = service_time {
+                estimate.observe(start.elapsed());
+            }
             metrics.proof_finished();
             if result.is_err() {
                 metrics.proof_panicked();
@@ -438,6 +531,72 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn sheds_a_newcomer_whose_expected_wait_exceeds_the_queue_timeout() {
+        let ms = Duration::from_millis;
+        for slots in [1, 2] {
+            let m = Arc::new(Metrics::new());
+            let l = Arc::new(
+                Limiter::new(QueueKind::Prove, slots, 100, ms(1_000), m.clone())
+                    .with_service_time(ms(100)),
+            );
+            // Position p waits about p x 100 ms / slots: 10 x slots places fit 1 s.
+            let places = 10 * slots;
+            assert_eq!(l.expected_wait(places), Some(ms(1_000)));
+            assert_eq!(
+                l.expected_wait(places + 1),
+                Some(ms(1_000 + 100 / slots as u64))
+            );
+            let mut held = Vec::new();
+            for _ in 0..slots {
+                held.push(l.acquire().await.unwrap().0);
+            }
+            let waiters: Vec<_> = (0..places)
+                .map(|_| {
+                    let l = l.clone();
+                    tokio::spawn(async move { l.acquire().await.map(|_| ()) })
+                })
+                .collect();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while l.gauges().queued < places {
+                assert!(Instant::now() < deadline, "waiters never queued");
+                tokio::time::sleep(ms(5)).await;
+            }
+            // The queue has places left, but the next newcomer would wait past the timeout.
+            assert!(l.gauges().queue_capacity > places);
+            assert!(l.shed_early());
+            assert_eq!(l.acquire().await.unwrap_err(), AdmitError::Shed);
+            assert_eq!(m.queue(QueueKind::Prove).shed.load(Ordering::Relaxed), 2);
+            // One service time from now a place fits again.
+            assert_eq!(l.retry_after_secs(), 1);
+            drop(held);
+            for w in waiters {
+                w.await.unwrap().unwrap();
+            }
+            assert_eq!(
+                m.queue(QueueKind::Prove).timeouts.load(Ordering::Relaxed),
+                0
+            );
+        }
+    }
+
+    #[test]
+    fn the_service_time_estimate_follows_observations() {
+        let ms = Duration::from_millis;
+        let estimate = ServiceTime::new(ms(100));
+        estimate.observe(ms(300));
+        // 100 + 0.2 x (300 - 100)
+        assert_eq!(estimate.get(), ms(140));
+        for _ in 0..60 {
+            estimate.observe(ms(300));
+        }
+        assert!(ms(300) - estimate.get() < ms(1), "{:?}", estimate.get());
+        // Without an estimate a limiter sheds on depth alone.
+        let (l, _) = limiter(1, 4, 1);
+        assert_eq!(l.expected_wait(1_000), None);
+        assert_eq!(l.retry_after_secs(), 1);
+    }
+
+    #[tokio::test]
     async fn zero_depth_never_queues() {
         let (l, _) = limiter(1, 0, 5_000);
         let _p = l.acquire().await.unwrap();
@@ -448,7 +607,15 @@ mod tests {
     async fn jobs_run_off_the_runtime_and_hold_their_slot() {
         let m = Arc::new(Metrics::new());
         let adm = Arc::new(
-            ProveAdmission::new(Some(1), 1, 4, Duration::from_secs(5), m.clone()).unwrap(),
+            ProveAdmission::new(
+                Some(1),
+                1,
+                4,
+                Duration::from_secs(5),
+                Duration::from_millis(100),
+                m.clone(),
+            )
+            .unwrap(),
         );
         let (slot, _) = adm.acquire().await.unwrap();
         let name = adm
@@ -469,8 +636,17 @@ mod tests {
     #[tokio::test]
     async fn unlimited_runs_everything_at_once() {
         let m = Arc::new(Metrics::new());
-        let adm =
-            Arc::new(ProveAdmission::new(None, 1, 0, Duration::from_secs(5), m.clone()).unwrap());
+        let adm = Arc::new(
+            ProveAdmission::new(
+                None,
+                1,
+                0,
+                Duration::from_secs(5),
+                Duration::from_millis(100),
+                m.clone(),
+            )
+            .unwrap(),
+        );
         let mut tasks = Vec::new();
         for _ in 0..4 {
             let adm = adm.clone();

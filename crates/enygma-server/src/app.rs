@@ -18,6 +18,7 @@ use axum::{Extension, Router};
 use enygma_prover::statements::{self, Action, Instance};
 
 use crate::admission::{AdmitError, Limiter, Permit, ProveAdmission, Slot};
+use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
@@ -39,6 +40,8 @@ pub struct AppState<B: ProofBackend> {
     /// Verification has its own small limit and never enters the proving queue.
     pub verify: Limiter,
     pub metrics: Arc<Metrics>,
+    /// Bearer tokens of the API and of `/metrics` (none by default: open).
+    pub auth: Arc<Auth>,
     draining: AtomicBool,
     body_limit: usize,
     /// The statement instances this server proves and verifies (`--circuits`); the routes of
@@ -61,6 +64,7 @@ impl<B: ProofBackend> AppState<B> {
                 cfg.prove_threads,
                 cfg.queue_depth,
                 cfg.queue_timeout,
+                cfg.service_time,
                 metrics.clone(),
             )?,
             verify: Limiter::new(
@@ -71,6 +75,7 @@ impl<B: ProofBackend> AppState<B> {
                 metrics.clone(),
             ),
             metrics,
+            auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
             body_limit,
             hosted,
@@ -79,6 +84,12 @@ impl<B: ProofBackend> AppState<B> {
 
     pub fn hosts(&self, instance: Instance) -> bool {
         self.hosted.contains(&instance)
+    }
+
+    /// Requires the bearer tokens of `auth` (see [`crate::auth`]).
+    pub fn with_auth(mut self, auth: Arc<Auth>) -> Self {
+        self.auth = auth;
+        self
     }
 
     /// Makes the service ready. Only the first call has an effect.
@@ -141,6 +152,10 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .merge(verifying)
         .merge(probes)
         .fallback(not_found)
+        .layer(from_fn_with_state(
+            (st.auth.clone(), st.metrics.clone()),
+            crate::auth::check,
+        ))
         .layer(from_fn_with_state(st.clone(), observe::<B>))
         .with_state(state)
 }
@@ -162,7 +177,7 @@ pub struct ApiError {
 struct ErrorNote(Cow<'static, str>);
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
         ApiError {
             status,
             message: message.into(),
@@ -264,7 +279,7 @@ fn route_label(path: &str) -> &'static str {
     }
 }
 
-fn is_probe(route: &'static str) -> bool {
+pub(crate) fn is_probe(route: &str) -> bool {
     matches!(route, "/healthcheck" | "/livez" | "/readyz" | "/metrics")
 }
 
@@ -483,6 +498,8 @@ async fn intake<B: ProofBackend>(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("request body larger than {} bytes", st.body_limit),
                 )
+            } else if let Some(t) = crate::transport::BodyTimeout::find(&e) {
+                ApiError::new(StatusCode::REQUEST_TIMEOUT, t.to_string())
             } else {
                 ApiError::new(StatusCode::BAD_REQUEST, "could not read the request body")
             }

@@ -63,13 +63,25 @@ pub struct Args {
     pub prove_threads: Option<u32>,
 
     /// Maximum number of admitted requests waiting for a proof slot; beyond it requests are shed
-    /// at once with 503 and Retry-After. 0 disables queueing [default: 4 x max-inflight].
+    /// at once with 503 and Retry-After. 0 disables queueing [default: as many as the slots work
+    /// off within --queue-timeout at --expected-service-time: ceil(queue-timeout /
+    /// expected-service-time) x max-inflight, 172 with the defaults].
     #[arg(long, env = "ENYGMA_QUEUE_DEPTH")]
     pub queue_depth: Option<u32>,
 
-    /// Longest a request may wait in the queue before it is answered 504 (e.g. 30s, 1500ms, 2m).
-    #[arg(long, env = "ENYGMA_QUEUE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    /// Longest a request may wait in the queue before it is answered 504 (e.g. 60s, 1500ms, 2m).
+    /// A request whose expected wait (its queue position x the service time estimate /
+    /// max-inflight) already exceeds it is shed at once with 503 instead.
+    #[arg(long, env = "ENYGMA_QUEUE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub queue_timeout: Duration,
+
+    /// Initial estimate of one proof's time on a slot, for the expected-wait shedding and the
+    /// default --queue-depth; after start the estimate follows the observed proof times
+    /// [default: 350ms with 2 or more --prove-threads, 700ms with 1: a k=6 transfer on the
+    /// 2-core development machine, benches/results/2026-12-03-amd-epyc-k6-proof.md; 0 also
+    /// means the default].
+    #[arg(long, env = "ENYGMA_EXPECTED_SERVICE_TIME", value_parser = parse_duration)]
+    pub expected_service_time: Option<Duration>,
 
     /// Behave like the reference for A/B tests: no cap and no queue, every request starts
     /// proving at once (each on its own pool of --prove-threads threads).
@@ -81,9 +93,9 @@ pub struct Args {
     pub body_limit: usize,
 
     /// On SIGTERM/SIGINT, how long to wait for in-flight and queued requests before exiting
-    /// anyway (exit code 1).
-    #[arg(long, env = "ENYGMA_DRAIN_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
-    pub drain_timeout: Duration,
+    /// anyway (exit code 1) [default: --queue-timeout + 30s, so that a full queue drains].
+    #[arg(long, env = "ENYGMA_DRAIN_TIMEOUT", value_parser = parse_duration)]
+    pub drain_timeout: Option<Duration>,
 
     /// Maximum number of proof verifications computed at once (the statements' verify routes);
     /// verification has its own limit and never enters the proving queue.
@@ -98,6 +110,9 @@ pub struct Args {
     /// Log format.
     #[arg(long, env = "ENYGMA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    #[command(flatten)]
+    pub access: AccessArgs,
 }
 
 /// The admission settings with every default resolved.
@@ -108,6 +123,8 @@ pub struct AdmissionConfig {
     pub prove_threads: usize,
     pub queue_depth: usize,
     pub queue_timeout: Duration,
+    /// The initial estimate of one proof's time on a slot.
+    pub service_time: Duration,
     pub verify_max_inflight: usize,
     pub verify_queue_depth: usize,
 }
@@ -119,6 +136,30 @@ pub struct CircuitList(pub Vec<Instance>);
 /// Parses `--circuits`; an unknown item is an error that lists the valid ones.
 fn parse_circuits(s: &str) -> Result<CircuitList, String> {
     statements::resolve_list(s).map(CircuitList)
+}
+
+/// One k=6 transfer proof on the 2-core development machine: 683 ms on 1 thread, 350 ms on 2
+/// (`benches/results/2026-12-03-amd-epyc-k6-proof.md`, prover phases). More threads were not
+/// measured, so they are assumed no faster than 2; the running estimate corrects it after the
+/// first proofs either way.
+pub fn default_service_time(prove_threads: usize) -> Duration {
+    if prove_threads >= 2 {
+        Duration::from_millis(350)
+    } else {
+        Duration::from_millis(700)
+    }
+}
+
+/// The default queue depth: as many requests as `max_inflight` slots work off within
+/// `queue_timeout` at `service_time` each. A deeper queue would only hold requests that time
+/// out; a shallower one sheds requests that would have been answered in time.
+pub fn default_queue_depth(
+    max_inflight: usize,
+    queue_timeout: Duration,
+    service_time: Duration,
+) -> usize {
+    let per_slot = (queue_timeout.as_secs_f64() / service_time.as_secs_f64().max(1e-3)).ceil();
+    (per_slot as usize).saturating_mul(max_inflight)
 }
 
 impl Args {
@@ -145,17 +186,151 @@ impl Args {
             .map(|n| n.get())
             .unwrap_or(1);
         let max_inflight = self.max_inflight.map_or(1, |n| n as usize);
+        let prove_threads = self.prove_threads.map_or(cpus, |n| n as usize);
+        let service_time = self
+            .expected_service_time
+            .filter(|d| !d.is_zero())
+            .unwrap_or_else(|| default_service_time(prove_threads));
         AdmissionConfig {
             max_inflight: (!self.unlimited).then_some(max_inflight),
-            prove_threads: self.prove_threads.map_or(cpus, |n| n as usize),
-            queue_depth: self
-                .queue_depth
-                .map(|n| n as usize)
-                .unwrap_or(4 * max_inflight),
+            prove_threads,
+            queue_depth: self.queue_depth.map(|n| n as usize).unwrap_or_else(|| {
+                default_queue_depth(max_inflight, self.queue_timeout, service_time)
+            }),
             queue_timeout: self.queue_timeout,
+            service_time,
             verify_max_inflight: self.verify_max_inflight as usize,
             verify_queue_depth: self.verify_queue_depth as usize,
         }
+    }
+
+    /// `--drain-timeout`, or long enough for a full queue: queue timeout + 30 s.
+    pub fn drain_timeout(&self) -> Duration {
+        self.drain_timeout
+            .unwrap_or(self.queue_timeout + Duration::from_secs(30))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transport and access control (issue 17): TLS, bearer tokens, connection-level limits.
+
+/// TLS, mTLS, bearer tokens and the connection-level limits.
+#[derive(Clone, Debug, clap::Args)]
+#[command(next_help_heading = "Transport and access control")]
+pub struct AccessArgs {
+    /// Serve HTTPS with this certificate chain (PEM, leaf first). Reloaded with the key on
+    /// SIGHUP without dropping connections.
+    #[arg(
+        long,
+        env = "ENYGMA_TLS_CERT",
+        requires = "tls_key",
+        value_name = "FILE"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        env = "ENYGMA_TLS_KEY",
+        requires = "tls_cert",
+        value_name = "FILE"
+    )]
+    pub tls_key: Option<PathBuf>,
+
+    /// Require a client certificate signed by one of these CAs (PEM); other clients are refused
+    /// during the TLS handshake (mTLS). Needs --tls-cert. Reloaded on SIGHUP.
+    #[arg(
+        long,
+        env = "ENYGMA_TLS_CLIENT_CA",
+        requires = "tls_cert",
+        value_name = "FILE"
+    )]
+    pub tls_client_ca: Option<PathBuf>,
+
+    /// Require `Authorization: Bearer <token>` with one of these tokens (one per line; blank
+    /// lines and lines starting with # are skipped; at least 16 characters of
+    /// [A-Za-z0-9-._~+/=]) on every route but /healthcheck, /livez, /readyz and /metrics.
+    /// Reloaded on SIGHUP.
+    #[arg(long, env = "ENYGMA_AUTH_TOKEN_FILE", value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+
+    /// Require a bearer token from this file (same format) on /metrics [default: /metrics open].
+    #[arg(long, env = "ENYGMA_METRICS_TOKEN_FILE", value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
+
+    /// A connection must complete its TLS handshake and send a complete request head within
+    /// this time of opening or of its previous response, else it is closed (HTTP/2: when no
+    /// stream is open for this long).
+    #[arg(long, env = "ENYGMA_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+
+    /// A request body must arrive completely within this time of its head, else 408 and the
+    /// connection is closed (before the request takes a queue place).
+    #[arg(long, env = "ENYGMA_BODY_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub body_read_timeout: Duration,
+
+    /// Most client connections open at once; further clients wait in the kernel's accept
+    /// backlog until one closes.
+    #[arg(long, env = "ENYGMA_MAX_CONNECTIONS", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// Largest request head (request line and headers; HTTP/2: the header list) in bytes, at
+    /// least 8192 (hyper's smallest read buffer); larger heads get 431 (HTTP/1.1) or a stream
+    /// reset (HTTP/2).
+    #[arg(long, env = "ENYGMA_MAX_HEADER_BYTES", default_value_t = 16 * 1024,
+          value_parser = clap::value_parser!(u32).range(8192..=1024 * 1024))]
+    pub max_header_bytes: u32,
+
+    /// Most concurrent HTTP/2 streams (requests) per connection.
+    #[arg(long, env = "ENYGMA_HTTP2_MAX_STREAMS", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub http2_max_streams: u32,
+}
+
+impl AccessArgs {
+    /// The connection-level limits.
+    pub fn limits(&self) -> crate::transport::Limits {
+        crate::transport::Limits {
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
+            max_connections: self.max_connections as usize,
+            max_header_bytes: self.max_header_bytes as usize,
+            http2_max_streams: self.http2_max_streams,
+        }
+    }
+
+    /// The TLS files, if TLS is on.
+    pub fn tls_files(&self) -> Option<crate::tls::TlsFiles> {
+        Some(crate::tls::TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+            client_ca: self.tls_client_ca.clone(),
+        })
+    }
+
+    /// What an operator should hear at start: listening beyond loopback without TLS, or without
+    /// tokens. The default stays open for drop-in compatibility, so these are warnings.
+    pub fn exposure_warnings(&self, bind: IpAddr) -> Vec<&'static str> {
+        let mut warnings = Vec::new();
+        if bind.is_loopback() {
+            return warnings;
+        }
+        if self.tls_cert.is_none() {
+            warnings.push(
+                "listening on a non-loopback address without TLS: secret keys, balances and \
+                 blinding values in proving requests cross the network in plain text \
+                 (set --tls-cert and --tls-key)",
+            );
+        }
+        if self.auth_token_file.is_none() && self.tls_client_ca.is_none() {
+            warnings.push(
+                "listening on a non-loopback address without bearer tokens or client \
+                 certificates: anyone who can reach the port can make the service prove or fill \
+                 its queue (set --auth-token-file or --tls-client-ca)",
+            );
+        }
+        warnings
     }
 }
 
@@ -222,13 +397,134 @@ mod tests {
         let adm = args.admission();
         let cpus = std::thread::available_parallelism().unwrap().get();
         assert_eq!(adm.max_inflight, Some(1));
-        assert_eq!(adm.queue_depth, 4);
         assert_eq!(adm.prove_threads, cpus);
-        assert_eq!(adm.queue_timeout, Duration::from_secs(30));
+        assert_eq!(adm.queue_timeout, Duration::from_secs(60));
+        let service = default_service_time(cpus);
+        assert_eq!(adm.service_time, service);
+        // ceil(60 s / 350 ms) = 172 on 2+ CPUs, ceil(60 s / 700 ms) = 86 on one.
+        assert_eq!(adm.queue_depth, if cpus >= 2 { 172 } else { 86 });
+        assert_eq!(args.drain_timeout(), Duration::from_secs(90));
         assert_eq!(args.log_format, LogFormat::Text);
         assert_eq!(args.hosted(), statements::instances().collect::<Vec<_>>());
         assert_eq!(args.hosted().len(), 15);
         assert!(!args.require_keys);
+        let access = &args.access;
+        assert!(access.tls_files().is_none());
+        assert!(access.auth_token_file.is_none() && access.metrics_token_file.is_none());
+        let limits = access.limits();
+        assert_eq!(limits.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(limits.body_read_timeout, Duration::from_secs(10));
+        assert_eq!(limits.max_connections, 1024);
+        assert_eq!(limits.max_header_bytes, 16384);
+        assert_eq!(limits.http2_max_streams, 16);
+        // The in-process default (tests, embedders) is the flags' default.
+        assert_eq!(limits, crate::transport::Limits::default());
+    }
+
+    #[test]
+    fn the_default_queue_holds_what_the_slots_work_off_within_the_timeout() {
+        let ms = Duration::from_millis;
+        assert_eq!(default_queue_depth(1, ms(60_000), ms(350)), 172);
+        assert_eq!(default_queue_depth(2, ms(60_000), ms(700)), 172);
+        assert_eq!(default_queue_depth(1, ms(1_000), ms(100)), 10);
+        assert_eq!(default_queue_depth(3, ms(1_000), ms(300)), 12);
+        assert_eq!(default_service_time(1), ms(700));
+        assert_eq!(default_service_time(2), ms(350));
+        assert_eq!(default_service_time(64), ms(350));
+        // The reference's stress test (100 identical k=6 transfers at once) fits the default
+        // queue, with room for the one in flight.
+        let args = Args::try_parse_from(["enygma-server", "--prove-threads", "2"]).unwrap();
+        assert!(args.admission().queue_depth >= 99);
+        // Explicit flags win; a longer timeout deepens the derived queue.
+        let args = Args::try_parse_from([
+            "enygma-server",
+            "--queue-timeout",
+            "2m",
+            "--expected-service-time",
+            "1s",
+            "--max-inflight",
+            "2",
+            "--drain-timeout",
+            "5s",
+        ])
+        .unwrap();
+        assert_eq!(args.admission().queue_depth, 240);
+        assert_eq!(args.admission().service_time, ms(1_000));
+        assert_eq!(args.drain_timeout(), ms(5_000));
+    }
+
+    #[test]
+    fn access_flags() {
+        let args = Args::try_parse_from([
+            "enygma-server",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "--tls-client-ca",
+            "ca.pem",
+            "--auth-token-file",
+            "tokens",
+            "--header-read-timeout",
+            "2s",
+            "--max-connections",
+            "8",
+        ])
+        .unwrap();
+        let tls = args.access.tls_files().unwrap();
+        assert_eq!(tls.cert, PathBuf::from("c.pem"));
+        assert_eq!(tls.client_ca, Some(PathBuf::from("ca.pem")));
+        assert_eq!(args.access.limits().max_connections, 8);
+        assert_eq!(
+            args.access.limits().header_read_timeout,
+            Duration::from_secs(2)
+        );
+        // A certificate without its key, or a client CA without a certificate, is refused.
+        assert!(Args::try_parse_from(["enygma-server", "--tls-cert", "c.pem"]).is_err());
+        assert!(Args::try_parse_from(["enygma-server", "--tls-key", "k.pem"]).is_err());
+        assert!(Args::try_parse_from(["enygma-server", "--tls-client-ca", "ca.pem"]).is_err());
+        assert!(Args::try_parse_from(["enygma-server", "--max-header-bytes", "4096"]).is_err());
+    }
+
+    #[test]
+    fn exposure_warnings_name_what_is_missing() {
+        let open = Args::try_parse_from(["enygma-server"]).unwrap().access;
+        let any: IpAddr = "0.0.0.0".parse().unwrap();
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let lo6: IpAddr = "::1".parse().unwrap();
+        let w = open.exposure_warnings(any);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("without TLS") && w[1].contains("without bearer tokens"));
+        assert!(open.exposure_warnings(lo).is_empty());
+        assert!(open.exposure_warnings(lo6).is_empty());
+        let hardened = Args::try_parse_from([
+            "enygma-server",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "--auth-token-file",
+            "t",
+        ])
+        .unwrap()
+        .access;
+        assert!(hardened.exposure_warnings(any).is_empty());
+        let tls_only = Args::try_parse_from(["enygma-server", "--tls-cert", "c", "--tls-key", "k"])
+            .unwrap()
+            .access;
+        assert_eq!(tls_only.exposure_warnings(any).len(), 1);
+        let mtls = Args::try_parse_from([
+            "enygma-server",
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k",
+            "--tls-client-ca",
+            "ca",
+        ])
+        .unwrap()
+        .access;
+        assert!(mtls.exposure_warnings(any).is_empty());
     }
 
     #[test]
@@ -270,7 +566,9 @@ mod tests {
         .unwrap();
         let adm = args.admission();
         assert_eq!(adm.max_inflight, None);
-        assert_eq!(adm.queue_depth, 12);
+        // ceil(1.5 s / service time) x 3
+        let per_slot = (1.5 / adm.service_time.as_secs_f64()).ceil() as usize;
+        assert_eq!(adm.queue_depth, 3 * per_slot);
         assert_eq!(adm.queue_timeout, Duration::from_millis(1500));
         assert_eq!(args.log_format, LogFormat::Json);
         assert!(Args::try_parse_from(["enygma-server", "--max-inflight", "0"]).is_err());

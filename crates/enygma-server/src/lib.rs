@@ -31,9 +31,13 @@
 //!    is fair: waiters are served in arrival order (FIFO), and a released permit goes to the
 //!    oldest waiter before any newcomer can grab it.
 //! 3. **Bounded queue.** At most `--queue-depth` requests may wait for a permit (an atomic
-//!    counter reserved before waiting). A request that finds the queue full is shed at once with
-//!    503 and `Retry-After` (estimated from the mean service time). A waiter that does not get a
-//!    permit within `--queue-timeout` gets 504.
+//!    counter reserved before waiting), and only while the newcomer's expected wait (its
+//!    position x a running service-time estimate / `--max-inflight`) fits `--queue-timeout`. A
+//!    request that finds no room is shed at once with 503 and `Retry-After` (the time until a
+//!    newcomer would find room). A waiter that does not get a permit within `--queue-timeout`
+//!    gets 504. The default depth is what the slots work off within the timeout,
+//!    `ceil(queue-timeout / expected-service-time) x max-inflight`: a queued request costs a few
+//!    kilobytes, only proofs in flight cost memory.
 //! 4. **Disconnects.** hyper drops the request future when the client closes the connection;
 //!    a queued request then leaves the queue without ever being proved, and
 //!    `enygma_abandoned_total` counts it. Once proving has started, the proof runs to completion
@@ -59,6 +63,12 @@
 //! `--unlimited` disables the cap and the queue: every request starts proving at once on a
 //! fresh pool, like the reference (for A/B load tests).
 //!
+//! # Transport and access control
+//! [`transport`] runs the connections (HTTP/1.1 and HTTP/2, TLS from [`tls`], the connection
+//! cap, header and body timeouts, graceful drain); [`auth`] checks bearer tokens right inside
+//! the observer, before any other stage, so a refused request is logged and counted but never
+//! reads its body or takes a queue place. See the server README for the threat model.
+//!
 //! # Observability
 //! One log line per request (target `enygma_server::access`; text or JSON): request id (an
 //! incoming `X-Request-Id` is honoured and echoed), route, statement, k, status, and queue / witness /
@@ -70,16 +80,19 @@
 
 pub mod admission;
 pub mod app;
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod malloc;
 pub mod metrics;
 pub mod prover;
 pub mod server;
+pub mod tls;
+pub mod transport;
 
 #[cfg(test)]
 mod tests;
 
 pub use app::{router, AppState};
 pub use backend::{BackendError, Instance, ProofBackend, ProofOutput};
-pub use server::{serve, shutdown_signal, Exit};
+pub use server::{reload_on_sighup, serve, shutdown_signal, Exit};

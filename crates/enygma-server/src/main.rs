@@ -7,9 +7,12 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use enygma_server::config::{Args, LogFormat};
+use enygma_server::auth::{Auth, TokenFile};
+use enygma_server::config::{AccessArgs, Args, LogFormat};
 use enygma_server::prover::{missing_proving_keys, RealBackend};
-use enygma_server::{serve, shutdown_signal, AppState, Exit};
+use enygma_server::tls::Tls;
+use enygma_server::transport::Transport;
+use enygma_server::{reload_on_sighup, serve, shutdown_signal, AppState, Exit};
 
 fn main() -> ExitCode {
     let malloc = enygma_server::malloc::tune();
@@ -47,6 +50,7 @@ async fn run(args: Args) -> Exit {
         prove_threads = admission.prove_threads,
         queue_depth = admission.queue_depth,
         queue_timeout_s = admission.queue_timeout.as_secs_f64(),
+        expected_service_time_s = admission.service_time.as_secs_f64(),
         verify_max_inflight = admission.verify_max_inflight,
         body_limit = args.body_limit,
         keys_dir = %args.keys_dir.display(),
@@ -66,8 +70,32 @@ async fn run(args: Args) -> Exit {
             return Exit::Startup;
         }
     }
+    let access = &args.access;
+    let (tls, auth) = match (load_tls(access), load_auth(access)) {
+        (Ok(tls), Ok(auth)) => (tls, auth),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::error!(error = %e, "cannot start");
+            return Exit::Startup;
+        }
+    };
+    let limits = access.limits();
+    tracing::info!(
+        tls = tls.is_some(),
+        client_certificates = tls.as_ref().is_some_and(|t| t.requires_client_cert()),
+        api_tokens = auth.api.as_ref().map(|t| t.len() as u64),
+        metrics_tokens = auth.metrics.as_ref().map(|t| t.len() as u64),
+        header_read_timeout_s = limits.header_read_timeout.as_secs_f64(),
+        body_read_timeout_s = limits.body_read_timeout.as_secs_f64(),
+        max_connections = limits.max_connections,
+        max_header_bytes = limits.max_header_bytes,
+        http2_max_streams = limits.http2_max_streams,
+        "transport and access control"
+    );
+    for warning in access.exposure_warnings(args.bind) {
+        tracing::warn!(bind = %args.bind, "{warning}");
+    }
     let state = match AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone()) {
-        Ok(state) => Arc::new(state),
+        Ok(state) => Arc::new(state.with_auth(auth.clone())),
         Err(e) => {
             tracing::error!(error = %e, "cannot start");
             return Exit::Startup;
@@ -84,15 +112,42 @@ async fn run(args: Args) -> Exit {
         Ok(addr) => tracing::info!(addr = %addr, "listening"),
         Err(e) => tracing::warn!(error = %e, "listening (address unknown)"),
     }
+    if tls.is_some() || auth.api.is_some() || auth.metrics.is_some() {
+        tokio::spawn(reload_on_sighup(
+            tls.clone(),
+            auth.clone(),
+            state.metrics.clone(),
+        ));
+    }
     let (keys_dir, missing_keys) = (args.keys_dir.clone(), args.missing_keys());
     serve(
         listener,
         state,
         move || RealBackend::load(&keys_dir, &hosted, missing_keys),
         shutdown_signal(),
-        args.drain_timeout,
+        args.drain_timeout(),
+        Transport { tls, limits },
     )
     .await
+}
+
+fn load_tls(access: &AccessArgs) -> Result<Option<Arc<Tls>>, String> {
+    access
+        .tls_files()
+        .map(|files| Tls::load(files).map(Arc::new))
+        .transpose()
+}
+
+fn load_auth(access: &AccessArgs) -> Result<Arc<Auth>, String> {
+    let load = |path: &Option<std::path::PathBuf>, flag| {
+        path.as_deref()
+            .map(|p| TokenFile::load(p, flag))
+            .transpose()
+    };
+    Ok(Arc::new(Auth {
+        api: load(&access.auth_token_file, "--auth-token-file")?,
+        metrics: load(&access.metrics_token_file, "--metrics-token-file")?,
+    }))
 }
 
 fn init_tracing(format: LogFormat) {

@@ -126,6 +126,57 @@ pub struct QueueGauges {
     pub queue_capacity: usize,
     /// 0 when unlimited.
     pub max_inflight: usize,
+    /// The running estimate of one job's slot time, when the queue sheds by expected wait.
+    pub service_time: Option<Duration>,
+}
+
+/// Who was refused by the bearer-token check.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AuthScope {
+    /// The proving and verifying routes (`--auth-token-file`).
+    Api = 0,
+    /// `/metrics` (`--metrics-token-file`).
+    Metrics = 1,
+}
+
+impl AuthScope {
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthScope::Api => "api",
+            AuthScope::Metrics => "metrics",
+        }
+    }
+}
+
+/// Why the bearer-token check refused a request.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AuthFailure {
+    /// No `Authorization: Bearer` header.
+    Missing = 0,
+    /// A token that is not in the token file.
+    Invalid = 1,
+}
+
+impl AuthFailure {
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthFailure::Missing => "missing",
+            AuthFailure::Invalid => "invalid",
+        }
+    }
+}
+
+/// Connection-level counters (see `crate::transport`).
+#[derive(Default)]
+pub struct ConnectionCounters {
+    pub accepted: AtomicU64,
+    pub open: AtomicU64,
+    /// Closed for sending no complete request head in time (TLS handshake, first bytes, headers,
+    /// or an idle keep-alive / HTTP/2 connection).
+    pub timed_out: AtomicU64,
+    pub tls_handshake_failures: AtomicU64,
+    pub tls_reloads_ok: AtomicU64,
+    pub tls_reloads_failed: AtomicU64,
 }
 
 /// The witness and prove times of one statement instance.
@@ -148,6 +199,9 @@ pub struct Metrics {
     proofs_in_flight_peak: AtomicU64,
     proofs_discarded: AtomicU64,
     proof_panics: AtomicU64,
+    /// Indexed by [`AuthScope`], then [`AuthFailure`].
+    auth_rejected: [[AtomicU64; 2]; 2],
+    pub connections: ConnectionCounters,
 }
 
 impl Default for Metrics {
@@ -195,7 +249,14 @@ impl Metrics {
             proofs_in_flight_peak: AtomicU64::new(0),
             proofs_discarded: AtomicU64::new(0),
             proof_panics: AtomicU64::new(0),
+            auth_rejected: Default::default(),
+            connections: ConnectionCounters::default(),
         }
+    }
+
+    /// Counts a request refused with 401.
+    pub fn auth_rejected(&self, scope: AuthScope, why: AuthFailure) {
+        self.auth_rejected[scope as usize][why as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a finished request. `route` and `k` must come from closed sets (a route
@@ -455,7 +516,95 @@ impl Metrics {
             p.prove
                 .render(o, "enygma_prove_seconds", &instance_labels(p.instance));
         }
+        self.render_admission_estimates(o, &gauges);
+        self.render_access(o);
         out
+    }
+
+    fn render_admission_estimates(&self, o: &mut String, gauges: &[(QueueKind, QueueGauges)]) {
+        header(
+            o,
+            "enygma_service_time_estimate_seconds",
+            "gauge",
+            "Running estimate of one job's time on a slot, used to shed requests whose expected wait exceeds the queue timeout.",
+        );
+        for (kind, g) in gauges {
+            if let Some(d) = g.service_time {
+                let _ = writeln!(
+                    o,
+                    "enygma_service_time_estimate_seconds{{queue=\"{}\"}} {}",
+                    kind.label(),
+                    d.as_secs_f64()
+                );
+            }
+        }
+    }
+
+    /// Connections, TLS and bearer-token series.
+    fn render_access(&self, o: &mut String) {
+        let c = &self.connections;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        header(
+            o,
+            "enygma_connections_open",
+            "gauge",
+            "Client connections open now.",
+        );
+        let _ = writeln!(o, "enygma_connections_open {}", load(&c.open));
+        let counters: [(&str, &str, &AtomicU64); 3] = [
+            (
+                "enygma_connections_accepted_total",
+                "Client connections accepted.",
+                &c.accepted,
+            ),
+            (
+                "enygma_connections_timed_out_total",
+                "Connections closed for not delivering a complete request head in time (TLS handshake, headers, or idle).",
+                &c.timed_out,
+            ),
+            (
+                "enygma_tls_handshake_failures_total",
+                "TLS handshakes that failed (including clients refused by --tls-client-ca).",
+                &c.tls_handshake_failures,
+            ),
+        ];
+        for (name, help, value) in counters {
+            header(o, name, "counter", help);
+            let _ = writeln!(o, "{name} {}", load(value));
+        }
+        header(
+            o,
+            "enygma_tls_reloads_total",
+            "counter",
+            "Reloads of the TLS certificate, key and client CA (SIGHUP) by result; a failed reload keeps the previous ones.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_tls_reloads_total{{result=\"ok\"}} {}",
+            load(&c.tls_reloads_ok)
+        );
+        let _ = writeln!(
+            o,
+            "enygma_tls_reloads_total{{result=\"error\"}} {}",
+            load(&c.tls_reloads_failed)
+        );
+        header(
+            o,
+            "enygma_auth_rejected_total",
+            "counter",
+            "Requests answered 401 by scope (api, metrics) and reason (missing, invalid token).",
+        );
+        for scope in [AuthScope::Api, AuthScope::Metrics] {
+            for why in [AuthFailure::Missing, AuthFailure::Invalid] {
+                let _ = writeln!(
+                    o,
+                    "enygma_auth_rejected_total{{scope=\"{}\",reason=\"{}\"}} {}",
+                    scope.label(),
+                    why.label(),
+                    load(&self.auth_rejected[scope as usize][why as usize])
+                );
+            }
+        }
     }
 }
 
@@ -487,6 +636,7 @@ mod tests {
         m.queue(QueueKind::Prove)
             .shed
             .fetch_add(5, Ordering::Relaxed);
+        m.auth_rejected(AuthScope::Metrics, AuthFailure::Invalid);
         let text = m.render(
             true,
             false,
@@ -494,6 +644,7 @@ mod tests {
                 queued: 2,
                 queue_capacity: 8,
                 max_inflight: 2,
+                service_time: Some(Duration::from_millis(350)),
             },
             QueueGauges::default(),
         );
@@ -513,6 +664,10 @@ mod tests {
             "enygma_witness_seconds_count{statement=\"transfer\",k=\"6\"} 1",
             // The statements are no longer mixed: a deposit of the same k has its own series.
             "enygma_prove_seconds_count{statement=\"deposit\",k=\"6\"} 0",
+            "enygma_service_time_estimate_seconds{queue=\"prove\"} 0.35",
+            "enygma_auth_rejected_total{scope=\"metrics\",reason=\"invalid\"} 1",
+            "enygma_auth_rejected_total{scope=\"api\",reason=\"missing\"} 0",
+            "enygma_connections_open 0",
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
         }

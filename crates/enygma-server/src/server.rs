@@ -1,16 +1,19 @@
 //! Running the service: the listener first, the keys in the background, graceful drain.
 
-use std::future::{pending, Future, IntoFuture};
+use std::future::{pending, Future};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Notify};
 
 use crate::app::{router, AppState};
+use crate::auth::Auth;
 use crate::backend::ProofBackend;
+use crate::metrics::Metrics;
+use crate::tls::Tls;
+use crate::transport::{serve_connections, Transport};
 
 /// How the service ended; the process exit code.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -24,21 +27,23 @@ pub enum Exit {
     Startup = 2,
 }
 
-/// Serves `state` on `listener` until `shutdown` completes, then drains.
+/// Serves `state` on `listener` (over TLS and within the connection limits of `transport`)
+/// until `shutdown` completes, then drains.
 ///
 /// The listener is already bound, so `/livez` and `/healthcheck` answer at once while `load`
 /// (the slow key loading) runs on the blocking pool; `/readyz` answers 503 until it has
 /// succeeded. If `load` fails the service stops with [`Exit::Startup`].
 ///
-/// On `shutdown` the listener closes, `/readyz` turns 503, idle keep-alive connections close,
-/// and every in-flight and queued request is still answered. If that takes longer than
-/// `drain_timeout`, the service stops anyway with [`Exit::DrainTimeout`].
+/// On `shutdown` the listener closes, `/readyz` turns 503, idle keep-alive connections close
+/// (HTTP/2: GOAWAY), and every in-flight and queued request is still answered. If that takes
+/// longer than `drain_timeout`, the service stops anyway with [`Exit::DrainTimeout`].
 pub async fn serve<B, L, S>(
     listener: TcpListener,
     state: Arc<AppState<B>>,
     load: L,
     shutdown: S,
     drain_timeout: Duration,
+    transport: Transport,
 ) -> Exit
 where
     B: ProofBackend,
@@ -90,11 +95,14 @@ where
         }
     };
 
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let server = axum::serve(listener, router(state.clone())).with_graceful_shutdown(trigger);
-    let mut server = std::pin::pin!(server.into_future());
+    let server = serve_connections(
+        listener,
+        router(state.clone()),
+        transport,
+        state.metrics.clone(),
+        trigger,
+    );
+    let mut server = std::pin::pin!(server);
     let drain_deadline = async {
         match drain_rx.await {
             Ok(()) => tokio::time::sleep(drain_timeout).await,
@@ -103,11 +111,7 @@ where
     };
 
     tokio::select! {
-        result = &mut server => {
-            if let Err(e) = result {
-                tracing::error!(error = %e, "server error");
-            }
-        }
+        () = &mut server => {}
         _ = drain_deadline => {
             tracing::error!(
                 drain_timeout_s = drain_timeout.as_secs_f64(),
@@ -151,4 +155,47 @@ pub async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// On every SIGHUP, reads the TLS certificate, key and client CA and the token files again.
+/// What fails to load keeps its previous version (and is logged and counted); open connections
+/// are never touched.
+pub async fn reload_on_sighup(tls: Option<Arc<Tls>>, auth: Arc<Auth>, metrics: Arc<Metrics>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hup = match signal(SignalKind::hangup()) {
+            Ok(hup) => hup,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot install the SIGHUP handler; no reloads");
+                return;
+            }
+        };
+        while hup.recv().await.is_some() {
+            tracing::info!("SIGHUP: reloading the TLS files and token files");
+            reload(tls.as_deref(), &auth, &metrics);
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (tls, auth, metrics);
+    }
+}
+
+/// One reload of the TLS files and the token files (see [`reload_on_sighup`]).
+pub fn reload(tls: Option<&Tls>, auth: &Auth, metrics: &Metrics) {
+    if let Some(tls) = tls {
+        let counters = &metrics.connections;
+        match tls.reload() {
+            Ok(()) => {
+                counters.tls_reloads_ok.fetch_add(1, Ordering::Relaxed);
+                tracing::info!("TLS certificate, key and client CA reloaded");
+            }
+            Err(e) => {
+                counters.tls_reloads_failed.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(error = %e, "TLS files not reloaded; the previous ones stay in use");
+            }
+        }
+    }
+    let _ = auth.reload();
 }

@@ -11,13 +11,19 @@ use serde::Deserialize;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::auth::Auth;
 use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
 use crate::config::AdmissionConfig;
+use crate::transport::Transport;
 use crate::{serve, AppState, Exit};
 
 #[path = "../tests/common/http.rs"]
 mod http;
 use http::{get, metric, post, server_timing};
+
+/// Transport and access control over real sockets: TLS, mTLS, HTTP/2, tokens, slow clients,
+/// connection cap, the default queue under the reference's stress test.
+mod access;
 
 const SECRET: &str = "31415926535897932384626433832795028841971";
 const T: Duration = Duration::from_secs(20);
@@ -154,6 +160,9 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         prove_threads: 1,
         queue_depth,
         queue_timeout: Duration::from_millis(queue_timeout_ms),
+        // Small enough that these tests' queues are bounded by their depth alone; the
+        // expected-wait rule has tests of its own.
+        service_time: Duration::from_millis(1),
         verify_max_inflight: 2,
         verify_queue_depth: 4,
     }
@@ -165,8 +174,37 @@ async fn start_with(
     drain_timeout: Duration,
     fail_load: bool,
 ) -> TestServer {
+    start_full(
+        cfg,
+        load_delay,
+        drain_timeout,
+        fail_load,
+        Transport::default(),
+        Arc::new(Auth::default()),
+    )
+    .await
+}
+
+/// [`start_hosting`] with every statement instance hosted.
+async fn start_full(
+    cfg: AdmissionConfig,
+    load_delay: Duration,
+    drain_timeout: Duration,
+    fail_load: bool,
+    transport: Transport,
+    auth: Arc<Auth>,
+) -> TestServer {
     let every = enygma_prover::statements::instances().collect();
-    start_hosting(cfg, load_delay, drain_timeout, fail_load, every).await
+    start_hosting(
+        cfg,
+        load_delay,
+        drain_timeout,
+        fail_load,
+        every,
+        transport,
+        auth,
+    )
+    .await
 }
 
 async fn start_hosting(
@@ -175,8 +213,15 @@ async fn start_hosting(
     drain_timeout: Duration,
     fail_load: bool,
     hosted: Vec<Instance>,
+    transport: Transport,
+    auth: Arc<Auth>,
 ) -> TestServer {
-    let state = Arc::new(AppState::<Fake>::new(&cfg, 64 * 1024, hosted).unwrap());
+    let tls = transport.tls.is_some();
+    let state = Arc::new(
+        AppState::<Fake>::new(&cfg, 64 * 1024, hosted)
+            .unwrap()
+            .with_auth(auth),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let log = Arc::new(FakeLog::default());
@@ -198,6 +243,7 @@ async fn start_hosting(
             let _ = rx.await;
         },
         drain_timeout,
+        transport,
     ));
     let server = TestServer {
         addr,
@@ -205,7 +251,7 @@ async fn start_hosting(
         stop: Some(tx),
         task,
     };
-    if !fail_load && load_delay.is_zero() {
+    if !fail_load && load_delay.is_zero() && !tls {
         server.wait_ready().await;
     }
     server
@@ -1006,6 +1052,8 @@ async fn a_server_hosting_one_instance_answers_its_routes_and_404s_the_others() 
         Duration::from_secs(10),
         false,
         vec![transfer6],
+        Transport::default(),
+        Arc::new(Auth::default()),
     )
     .await;
     s.wait_ready().await;

@@ -62,6 +62,13 @@ struct Server {
 impl Server {
     /// Starts the binary on 127.0.0.1:0 and waits until `/readyz` answers 200.
     async fn start(extra: &[&str]) -> Server {
+        let mut server = Server::spawn(extra);
+        server.wait_ready().await;
+        server
+    }
+
+    /// Starts the binary on 127.0.0.1:0 and waits until it logs its address.
+    fn spawn(extra: &[&str]) -> Server {
         let keys = repo_dir().join("keys");
         let mut child = Command::new(env!("CARGO_BIN_EXE_enygma-server"))
             .args([
@@ -120,9 +127,7 @@ impl Server {
             }
         };
         assert!(addr.ip().is_loopback());
-        let mut server = Server { child, addr, lines };
-        server.wait_ready().await;
-        server
+        Server { child, addr, lines }
     }
 
     async fn wait_ready(&mut self) {
@@ -588,7 +593,17 @@ async fn burst_of_eight_with_one_slot_and_two_queue_places() {
 async fn queue_timeout_gives_504() {
     let _serial = serial();
     let k6 = sample("transfer-k6.json");
-    let server = Server::start(&["--max-inflight", "1", "--queue-timeout", "50ms"]).await;
+    // An estimate under the timeout, so that the late request queues and times out (with the
+    // default estimate its expected wait would exceed 50 ms and it would be shed at once).
+    let server = Server::start(&[
+        "--max-inflight",
+        "1",
+        "--queue-timeout",
+        "50ms",
+        "--expected-service-time",
+        "10ms",
+    ])
+    .await;
     let addr = server.addr;
     let first = tokio::spawn({
         let body = k6.clone();
@@ -1026,4 +1041,135 @@ fn require_keys_without_keys_refuses_to_start() {
         "keys were created"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 17 on the binary: TLS (HTTP/1.1 and HTTP/2) with bearer tokens, a SIGHUP that swaps
+/// the certificate while a connection stays open, the token never in a log line, and a clean
+/// SIGTERM. Authentication comes before readiness, so none of this waits for the keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_tokens_and_sighup_reload_on_the_binary() {
+    use common::tls::{client_config, temp_dir, Ca, H1, H2};
+    let _serial = serial();
+    const TOKEN: &str = "gateway-token-7f3a9c2e51d04b88";
+    let dir = temp_dir("acceptance-tls");
+    let (first_ca, second_ca) = (Ca::new("first CA"), Ca::new("second CA"));
+    let (cert, key) = first_ca.server().write(&dir, "server");
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let server = Server::spawn(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+        "--auth-token-file",
+        tokens.to_str().unwrap(),
+    ]);
+    let addr = server.addr;
+    let trust_first = client_config(&[&first_ca], None, &[b"http/1.1"]);
+    let mut kept = H1::tls(addr, trust_first.clone()).await.unwrap();
+    assert_eq!(
+        kept.send("GET", "/livez", &[], b"").await.unwrap().status,
+        200
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    let k2 = sample("transfer-k2.json");
+    let missing = kept
+        .send("POST", "/generateProofTransfer-2", &[], &k2)
+        .await
+        .unwrap();
+    assert_eq!(missing.status, 401, "{}", missing.body);
+    assert_eq!(
+        missing.header("www-authenticate"),
+        Some(r#"Bearer realm="enygma-prover""#)
+    );
+    let wrong = kept
+        .send(
+            "POST",
+            "/generateProofTransfer-2",
+            &[("authorization", "Bearer not-the-gateway-token-000")],
+            &k2,
+        )
+        .await
+        .unwrap();
+    assert_eq!(wrong.status, 401);
+    // With the token the request passes authentication: 400 for an empty object, or 503
+    // while the keys are still loading.
+    let mut h2 = H2::tls(addr, client_config(&[&first_ca], None, &[b"h2"]))
+        .await
+        .unwrap();
+    let passed = h2
+        .send(
+            "POST",
+            "/generateProofTransfer-2",
+            &[("authorization", &bearer)],
+            b"{}",
+        )
+        .await
+        .unwrap();
+    assert_eq!(passed.version, hyper::Version::HTTP_2);
+    assert!(
+        [400, 503].contains(&passed.status),
+        "{} {}",
+        passed.status,
+        passed.body
+    );
+
+    // Rotate the certificate and send SIGHUP.
+    second_ca.server().write(&dir, "server");
+    let rc = unsafe { libc::kill(server.child.id() as libc::pid_t, libc::SIGHUP) };
+    assert_eq!(rc, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !server
+        .logs()
+        .iter()
+        .any(|l| l.contains("TLS certificate, key and client CA reloaded"))
+    {
+        assert!(Instant::now() < deadline, "no reload: {:?}", server.logs());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        H1::tls(addr, trust_first).await.is_err(),
+        "a new handshake still got the old certificate"
+    );
+    let mut fresh = H1::tls(addr, client_config(&[&second_ca], None, &[b"http/1.1"]))
+        .await
+        .unwrap();
+    let m = fresh.send("GET", "/metrics", &[], b"").await.unwrap().body;
+    assert_eq!(
+        metric(&m, "enygma_tls_reloads_total{result=\"ok\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "enygma_auth_rejected_total{scope=\"api\",reason=\"missing\"}"
+        ),
+        Some(1.0)
+    );
+    // The connections opened before the reload still work.
+    assert_eq!(
+        kept.send("GET", "/livez", &[], b"").await.unwrap().status,
+        200
+    );
+    assert_eq!(
+        h2.send("GET", "/livez", &[], b"").await.unwrap().status,
+        200
+    );
+    drop((kept, fresh, h2));
+
+    let logs = server.stop();
+    assert!(
+        logs.iter().all(|l| !l.contains(TOKEN)),
+        "the token appears in the logs"
+    );
+    let refused: Vec<_> = access_lines(&logs)
+        .into_iter()
+        .filter(|l| l["status"] == 401)
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,206 @@
+//! TLS for the listener: the certificate and key from PEM files, optional client certificates
+//! (mTLS) checked against a CA file, and a reload that swaps them without touching open
+//! connections.
+//!
+//! rustls with the `ring` provider, TLS 1.2 and 1.3 (rustls' safe defaults), ALPN `h2` and
+//! `http/1.1`. Every file is read when the service starts (a bad file stops the start, exit 2)
+//! and again on each [`Tls::reload`] (SIGHUP): a reload that fails keeps the previous
+//! configuration, so a half-written certificate never takes the service down. A connection
+//! keeps the configuration it was accepted with; only new handshakes see the new one.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use tokio_rustls::rustls::crypto::ring::default_provider;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::{RootCertStore, ServerConfig};
+use tokio_rustls::TlsAcceptor;
+
+/// The PEM files of the listener's TLS configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// Certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// Private key of the leaf certificate.
+    pub key: PathBuf,
+    /// CAs whose client certificates are accepted; `None`: no client certificates asked for.
+    pub client_ca: Option<PathBuf>,
+}
+
+/// The listener's TLS configuration, swappable at run time.
+pub struct Tls {
+    files: TlsFiles,
+    current: RwLock<Arc<ServerConfig>>,
+}
+
+impl Tls {
+    /// Reads and checks every file. The error names the file and what is wrong with it, never
+    /// its content.
+    pub fn load(files: TlsFiles) -> Result<Self, String> {
+        let config = build(&files)?;
+        Ok(Tls {
+            files,
+            current: RwLock::new(Arc::new(config)),
+        })
+    }
+
+    /// Reads every file again and, if they make a valid configuration, uses it for new
+    /// connections. On error the previous configuration stays in use.
+    pub fn reload(&self) -> Result<(), String> {
+        let config = build(&self.files)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        Ok(())
+    }
+
+    /// An acceptor with the configuration in use now.
+    pub fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(
+            self.current
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        )
+    }
+
+    /// Whether clients must present a certificate.
+    pub fn requires_client_cert(&self) -> bool {
+        self.files.client_ca.is_some()
+    }
+}
+
+fn build(files: &TlsFiles) -> Result<ServerConfig, String> {
+    let certs = read_certs(&files.cert, "--tls-cert")?;
+    let key = read_key(&files.key)?;
+    let provider = Arc::new(default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: no usable protocol version: {e}"))?;
+    let builder = match &files.client_ca {
+        Some(ca) => {
+            let mut roots = RootCertStore::empty();
+            for cert in read_certs(ca, "--tls-client-ca")? {
+                roots.add(cert).map_err(|e| {
+                    format!(
+                        "--tls-client-ca {}: not a usable CA certificate: {e}",
+                        ca.display()
+                    )
+                })?;
+            }
+            // A verifier that cannot be built stops the start: there is no fallback to
+            // accepting clients without a certificate.
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(certs, key).map_err(|e| {
+        format!(
+            "--tls-cert {} / --tls-key {}: {e}",
+            files.cert.display(),
+            files.key.display()
+        )
+    })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+fn read_file(path: &Path, flag: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{flag} {}: cannot read: {e}", path.display()))
+}
+
+fn read_certs(path: &Path, flag: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let pem = read_file(path, flag)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| format!("{flag} {}: not a valid PEM file", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "{flag} {}: no CERTIFICATE in the file",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
+fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, String> {
+    let pem = read_file(path, "--tls-key")?;
+    // The parser's error could quote a line of the file: only say that it failed.
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|_| {
+        format!(
+            "--tls-key {}: no PEM private key (PKCS#8, PKCS#1 or SEC1) in the file",
+            path.display()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("enygma-tls-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn bad_files_stop_the_start_with_a_message_naming_the_file() {
+        let dir = temp_dir("bad");
+        let ca = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let other = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let cert = write(&dir, "cert.pem", &ca.cert.pem());
+        let key = write(&dir, "key.pem", &ca.key_pair.serialize_pem());
+        let other_key = write(&dir, "other.pem", &other.key_pair.serialize_pem());
+        let junk = write(
+            &dir,
+            "junk.pem",
+            "-----BEGIN PRIVATE KEY-----\nsecret material\n",
+        );
+        let empty = write(&dir, "empty.pem", "");
+        let files = |cert: &Path, key: &Path, client_ca: Option<&Path>| TlsFiles {
+            cert: cert.to_owned(),
+            key: key.to_owned(),
+            client_ca: client_ca.map(Path::to_owned),
+        };
+
+        let tls = Tls::load(files(&cert, &key, None)).unwrap();
+        assert!(!tls.requires_client_cert());
+        assert!(Tls::load(files(&cert, &key, Some(&cert)))
+            .unwrap()
+            .requires_client_cert());
+
+        for (f, needle) in [
+            (files(&dir.join("missing.pem"), &key, None), "missing.pem"),
+            (files(&empty, &key, None), "no CERTIFICATE"),
+            (files(&cert, &junk, None), "no PEM private key"),
+            (files(&cert, &empty, None), "no PEM private key"),
+            // A key that is not the certificate's.
+            (files(&cert, &other_key, None), "--tls-key"),
+            // An empty CA file cannot make a verifier: no silent fallback to no client auth.
+            (files(&cert, &key, Some(&empty)), "--tls-client-ca"),
+        ] {
+            let err = Tls::load(f).err().expect("must fail");
+            assert!(err.contains(needle), "{err:?} lacks {needle:?}");
+            assert!(!err.contains("secret material"), "{err:?}");
+        }
+
+        // A failed reload keeps the configuration in use.
+        std::fs::write(&key, "garbage").unwrap();
+        assert!(tls.reload().is_err());
+        let _still_usable = tls.acceptor();
+        std::fs::write(&key, ca.key_pair.serialize_pem()).unwrap();
+        tls.reload().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
