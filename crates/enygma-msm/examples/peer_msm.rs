@@ -3,8 +3,11 @@
 //!
 //! `cargo run --release -p enygma-msm --example peer_msm -- write <dir>` writes 2^16 random
 //! scalars and G1 and G2 bases (the formats are those `benches/peers/gnark/main.go` reads);
-//! `... -- run <dir> <g1|g2> <log2 size> <threads> <runs>` prints the median time of
-//! `msm` over the first 2^log of them and the result, in the line format of the Go side.
+//! `... -- run <dir> <g1|g2> <log2 size> <threads> <runs> [plain|pre|pre<c>]` prints the median
+//! time of `msm` (plain, the default) or of `msm_precomputed` (`pre`: the table's own window
+//! width, `pre14`: width 14) over the first 2^log of them and the result, in the line format
+//! of the Go side. The table is built before the timing, as a prover builds it when it loads
+//! a key; its size and build time go to stderr.
 //!
 //! The timed work is the same as gnark's `G1Affine.MultiExp`: scalars out of Montgomery form,
 //! the MSM, the result to affine.
@@ -17,6 +20,7 @@ use ark_ec::{
     CurveGroup,
 };
 use ark_ff::{BigInteger, PrimeField, UniformRand};
+use enygma_msm::{msm_precomputed, PrecomputedBases};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -81,16 +85,61 @@ fn points<P: SWCurveConfig>(
         .collect()
 }
 
+/// Which MSM to time.
+#[derive(Clone, Copy)]
+enum Variant {
+    Plain,
+    /// Precomputed bases, with the cost model's window width or the one given.
+    Precomputed(Option<usize>),
+}
+
+impl Variant {
+    fn parse(s: &str) -> Self {
+        match s {
+            "plain" => Variant::Plain,
+            "pre" => Variant::Precomputed(None),
+            _ => Variant::Precomputed(Some(
+                s.strip_prefix("pre")
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or_else(|| panic!("variant {s}: plain, pre or pre<c>")),
+            )),
+        }
+    }
+}
+
 /// Median time in ms of `runs` timed calls after one warm-up, and the result's coordinates.
 fn time<P: SWCurveConfig<ScalarField = Fr>>(
     bases: &[Affine<P>],
     scalars: &[Fr],
     runs: usize,
+    variant: Variant,
     coordinates: impl Fn(&Affine<P>) -> String,
 ) -> (f64, String) {
+    let table = match variant {
+        Variant::Plain => None,
+        Variant::Precomputed(c) => {
+            let started = Instant::now();
+            let table = match c {
+                None => PrecomputedBases::new(bases),
+                Some(c) => PrecomputedBases::with_window(bases, c),
+            };
+            eprintln!(
+                "table: c = {}, {:.1} MiB ({} bytes per base), built in {:.0} ms",
+                table.window_bits(),
+                table.memory_bytes() as f64 / (1 << 20) as f64,
+                table.memory_bytes() / bases.len(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            Some(table)
+        }
+    };
     let msm = || {
         let s: Vec<_> = scalars.par_iter().map(|s| s.into_bigint()).collect();
-        enygma_msm::msm(bases, &s).into_affine()
+        match &table {
+            None => enygma_msm::msm(bases, &s),
+            Some(table) => msm_precomputed(table, &s),
+        }
+        .into_affine()
     };
     let result = msm();
     let mut times: Vec<f64> = (0..runs)
@@ -112,7 +161,13 @@ fn hex(parts: &[&Fq]) -> String {
         .collect()
 }
 
-fn run(dir: &Path, group: &str, log: usize, threads: usize, runs: usize) {
+fn run(dir: &Path, group: &str, log: usize, threads: usize, runs: usize, variant: &str) {
+    let name = if variant == "plain" {
+        "enygma".to_string()
+    } else {
+        format!("enygma-{variant}")
+    };
+    let variant = Variant::parse(variant);
     let n = 1 << log;
     let scalars: Vec<Fr> = read(dir, "scalars.bin", n, 32)
         .chunks_exact(32)
@@ -129,7 +184,7 @@ fn run(dir: &Path, group: &str, log: usize, threads: usize, runs: usize) {
                 Affine::<ark_bn254::g1::Config>::new_unchecked(from_be(&b[..32]), from_be(&b[32..]))
             });
             pool.install(|| {
-                time(&bases, &scalars, runs, |p| {
+                time(&bases, &scalars, runs, variant, |p| {
                     format!("{} {}", hex(&[&p.x]), hex(&[&p.y]))
                 })
             })
@@ -144,14 +199,14 @@ fn run(dir: &Path, group: &str, log: usize, threads: usize, runs: usize) {
                 )
             });
             pool.install(|| {
-                time(&bases, &scalars, runs, |p| {
+                time(&bases, &scalars, runs, variant, |p| {
                     format!("{} {}", hex(&[&p.x.c0, &p.x.c1]), hex(&[&p.y.c0, &p.y.c1]))
                 })
             })
         }
         other => panic!("group must be g1 or g2, not {other}"),
     };
-    println!("enygma {group} 2^{log} threads={threads} median_ms={ms:.2} result={result}");
+    println!("{name} {group} 2^{log} threads={threads} median_ms={ms:.2} result={result}");
 }
 
 fn main() {
@@ -163,7 +218,14 @@ fn main() {
     };
     match args.first().map(String::as_str) {
         Some("write") => write(Path::new(&args[1])),
-        Some("run") => run(Path::new(&args[1]), &args[2], arg(3), arg(4), arg(5)),
-        _ => panic!("usage: peer_msm write <dir> | run <dir> <g1|g2> <log2 size> <threads> <runs>"),
+        Some("run") => run(
+            Path::new(&args[1]),
+            &args[2],
+            arg(3),
+            arg(4),
+            arg(5),
+            args.get(6).map_or("plain", String::as_str),
+        ),
+        _ => panic!("usage: peer_msm write <dir> | run <dir> <g1|g2> <log2 size> <threads> <runs> [plain|pre|pre<c>]"),
     }
 }

@@ -100,7 +100,7 @@ impl<P: SWCurveConfig<ScalarField = Fr>> PrecomputedBases<P> {
     }
 
     /// The base `i` itself (the multiple for window 0).
-    fn base(&self, i: usize) -> &Affine<P> {
+    pub fn base(&self, i: usize) -> &Affine<P> {
         &self.table[i * self.windows]
     }
 }
