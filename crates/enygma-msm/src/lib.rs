@@ -26,6 +26,7 @@ use ark_ff::{BigInteger, PrimeField, Zero};
 use rayon::prelude::*;
 
 mod precomputed;
+mod reduce;
 mod window;
 
 pub use precomputed::{msm_precomputed, precomputed_window_bits, PrecomputedBases};

@@ -2,9 +2,16 @@
 
 use ark_ec::{
     short_weierstrass::{Affine, Projective, SWCurveConfig},
-    AdditiveGroup, AffineRepr,
+    AdditiveGroup, AffineRepr, CurveGroup,
 };
 use ark_ff::{Field, Zero};
+
+use crate::reduce::{reduce_batch_affine, BatchAdder};
+
+/// Windows with at least this many buckets are reduced in batch-affine form
+/// ([`reduce_batch_affine`]); the plain MSM's narrower windows (1,024 buckets at 2^15 points)
+/// keep the running sums they were measured with.
+pub(crate) const BATCH_AFFINE_REDUCTION: usize = 4096;
 
 /// One pending batch-affine addition `buckets[bucket] += point`.
 #[derive(Clone, Copy)]
@@ -190,8 +197,23 @@ impl<P: SWCurveConfig> Window<P> {
         self.denominators.clear();
     }
 
-    /// `(Σ (i + 1) · bucket_i, Σ bucket_i)` with running sums.
-    pub(crate) fn reduce(self) -> (Projective<P>, Projective<P>) {
+    /// `(Σ (i + 1) · bucket_i, Σ bucket_i)`: with running sums, or in batch-affine form for
+    /// the wide windows of precomputed tables.
+    pub(crate) fn reduce(mut self) -> (Projective<P>, Projective<P>) {
+        if self.buckets.len() >= BATCH_AFFINE_REDUCTION {
+            // Fold the rare Jacobian overflow into the affine buckets first.
+            let spilled: Vec<usize> = (0..self.buckets.len())
+                .filter(|&b| !self.overflow[b].is_zero())
+                .collect();
+            let extra: Vec<Projective<P>> = spilled.iter().map(|&b| self.overflow[b]).collect();
+            let extra = Projective::normalize_batch(&extra);
+            let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| self.buckets[b]).collect();
+            BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
+            for (&b, sum) in spilled.iter().zip(acc) {
+                self.buckets[b] = sum;
+            }
+            return reduce_batch_affine(&self.buckets);
+        }
         let mut running = Projective::<P>::zero();
         let mut total = Projective::<P>::zero();
         for (bucket, overflow) in self.buckets.iter().zip(&self.overflow).rev() {
