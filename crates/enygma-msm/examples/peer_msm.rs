@@ -47,7 +47,7 @@ fn random_points<P: SWCurveConfig>(n: usize, rng: &mut ChaCha20Rng) -> Vec<Affin
 fn write(dir: &Path) {
     fs::create_dir_all(dir).expect("create the inputs directory");
     let n = 1 << LOG_MAX;
-    let mut rng = ChaCha20Rng::seed_from_u64(2026_12_03);
+    let mut rng = ChaCha20Rng::seed_from_u64(20_261_203);
     let scalars: Vec<u8> = (0..n)
         .flat_map(|_| Fr::rand(&mut rng).into_bigint().to_bytes_be())
         .collect();

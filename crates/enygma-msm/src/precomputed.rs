@@ -121,6 +121,9 @@ impl<P: SWCurveConfig<ScalarField = Fr>> PrecomputedBases<P> {
     }
 }
 
+/// A chunk of scalars' `(table index, digit)` entries and the sum of its ±1 terms.
+type Chunk<P> = (Vec<(u32, u32)>, Projective<P>);
+
 /// `Σ scalars[i] · bases[i]` over the common length of `table`'s bases and `scalars`; the
 /// same value as [`crate::msm`] on the bases the table was built from.
 ///
@@ -137,7 +140,7 @@ pub fn msm_precomputed<P: SWCurveConfig<ScalarField = Fr>>(
     minus_one.sub_with_borrow(&one);
 
     // (table index, digit) of every non-zero digit, and the sum of the ±1 terms, per chunk.
-    let chunks: Vec<(Vec<(u32, u32)>, Projective<P>)> = scalars[..n]
+    let chunks: Vec<Chunk<P>> = scalars[..n]
         .par_chunks(1024)
         .enumerate()
         .map(|(k, chunk)| {
