@@ -12,6 +12,11 @@
 //!
 //! Windows are independent and run in parallel on the current rayon pool.
 //!
+//! For bases that never change (a proving key's), [`PrecomputedBases`] stores each base with
+//! its multiples `2^(c·j)·P` and [`msm_precomputed`] computes the same sum as one wide window
+//! with a single, batch-affine bucket reduction: 0.61-0.73x the time of [`msm`] on 2^15 random
+//! G1 scalars, for 1 KiB per G1 base (2 KiB per G2 base) at c = 16.
+//!
 //! The code is generic over a short-Weierstrass curve whose scalar field is BN254's `Fr`, so
 //! that G1 (over Fq) and G2 (over Fq2) share it: a G2 batch addition costs about three times a
 //! G1 one, but so does the mixed Jacobian addition it replaces, and the inversion it amortises
