@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use ark_bn254::{g1, g2, Bn254, G1Affine, G1Projective, G2Affine, G2Projective};
-use ark_ec::{CurveGroup, VariableBaseMSM};
+use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
 use ark_ff::PrimeField;
 use ark_groth16::{Proof, ProvingKey};
 use ark_relations::gr1cs::{
@@ -140,13 +140,21 @@ impl PrecomputedQueries {
             + self.l.memory_bytes()
     }
 
-    /// Whether the tables were built from `pk`'s queries (their lengths and first bases).
+    /// Whether the tables were built from `pk`'s queries: their lengths, first non-identity
+    /// bases (a variable outside A or B has the identity there, in every key) and last bases.
+    /// A guard against wiring the tables of another key, not a proof of origin.
     fn are_for(&self, pk: &ProvingKey<Bn254>) -> bool {
         fn same<P: ark_ec::short_weierstrass::SWCurveConfig<ScalarField = Fr>>(
             table: &PrecomputedBases<P>,
             bases: &[ark_ec::short_weierstrass::Affine<P>],
         ) -> bool {
-            table.len() == bases.len() && (bases.is_empty() || *table.base(0) == bases[0])
+            let first = bases.iter().position(|b| !b.is_zero());
+            let last = bases.len().checked_sub(1);
+            table.len() == bases.len()
+                && [first, last]
+                    .into_iter()
+                    .flatten()
+                    .all(|i| *table.base(i) == bases[i])
         }
         same(&self.a, &pk.a_query[1..])
             && same(&self.b_g1, &pk.b_g1_query[1..])
