@@ -68,6 +68,10 @@ impl<P: SWCurveConfig<ScalarField = Fr>> PrecomputedBases<P> {
     pub fn with_window(bases: &[Affine<P>], c: usize) -> Self {
         assert!((2..=16).contains(&c), "window width {c} outside 2..=16");
         let windows = FOLDED_BITS / c + 1;
+        assert!(
+            bases.len() * windows <= u32::MAX as usize,
+            "table indices are stored in 32 bits"
+        );
         // Jacobian doublings, normalised a chunk at a time so that one inversion serves
         // `256 × windows` points and the Jacobian copies stay small.
         let table = bases
