@@ -12,6 +12,11 @@
 //!
 //! Windows are independent and run in parallel on the current rayon pool.
 //!
+//! For bases that never change (a proving key's), [`PrecomputedBases`] stores each base with
+//! its multiples `2^(c·j)·P` and [`msm_precomputed`] computes the same sum as one wide window
+//! with a single, batch-affine bucket reduction: 0.61-0.73x the time of [`msm`] on 2^15 random
+//! G1 scalars, for 1 KiB per G1 base (2 KiB per G2 base) at c = 16.
+//!
 //! The code is generic over a short-Weierstrass curve whose scalar field is BN254's `Fr`, so
 //! that G1 (over Fq) and G2 (over Fq2) share it: a G2 batch addition costs about three times a
 //! G1 one, but so does the mixed Jacobian addition it replaces, and the inversion it amortises
@@ -22,8 +27,15 @@ use ark_ec::{
     short_weierstrass::{Affine, Projective, SWCurveConfig},
     AdditiveGroup, AffineRepr,
 };
-use ark_ff::{BigInteger, Field, PrimeField, Zero};
+use ark_ff::{BigInteger, PrimeField, Zero};
 use rayon::prelude::*;
+
+mod precomputed;
+mod reduce;
+mod window;
+
+pub use precomputed::{msm_precomputed, precomputed_window_bits, PrecomputedBases};
+use window::Window;
 
 /// A scalar in canonical form (`< r`), as `Fr::into_bigint` returns it.
 pub type Scalar = <Fr as PrimeField>::BigInt;
@@ -118,7 +130,8 @@ fn pippenger<P: SWCurveConfig<ScalarField = Fr>>(
         .into_par_iter()
         .map(|w| {
             let points = indices.iter().map(|&i| &bases[i as usize]);
-            Window::<P>::new(c).sum(points, digits[w..].iter().step_by(windows).copied())
+            let digits = digits[w..].iter().step_by(windows).map(|&d| u32::from(d));
+            Window::<P>::new(1 << (c - 1)).sum(points.zip(digits))
         })
         .collect();
 
@@ -142,7 +155,21 @@ fn half_modulus() -> Scalar {
 /// Writes the signed base-`2^c` digits of `s`, least significant first, as
 /// `magnitude << 1 | negative` (0 for a zero digit).
 fn signed_digits(s: &Scalar, c: usize, out: &mut [u16]) {
+    debug_assert!(
+        c <= 15,
+        "a magnitude of 2^15 does not fit 16 bits with its sign"
+    );
+    out.fill(0);
+    for_each_signed_digit(s, c, |w, digit| out[w] = digit as u16);
+}
+
+/// Calls `f(window, magnitude << 1 | negative)` for each non-zero signed base-`2^c` digit
+/// of `s` (`c` in `2..=16`), least significant first. Magnitudes are at most `2^(c-1)`, and
+/// the digits of a scalar below `2^b` (or above `r - 2^b`) stop at window `b / c`, so small
+/// scalars cost as little as their size.
+fn for_each_signed_digit(s: &Scalar, c: usize, mut f: impl FnMut(usize, u32)) {
     debug_assert!(*s < Fr::MODULUS, "scalar not canonical");
+    debug_assert!((2..=16).contains(&c));
     let (limbs, negated) = if *s > half_modulus() {
         let mut folded = Fr::MODULUS;
         folded.sub_with_borrow(s);
@@ -150,10 +177,15 @@ fn signed_digits(s: &Scalar, c: usize, out: &mut [u16]) {
     } else {
         (s.0, false)
     };
+    let bits = limbs
+        .iter()
+        .rposition(|&l| l != 0)
+        .map_or(0, |top| 64 * top + 64 - limbs[top].leading_zeros() as usize);
     let half = 1u64 << (c - 1);
     let mask = (1u64 << c) - 1;
     let mut carry = 0u64;
-    for (w, out) in out.iter_mut().enumerate() {
+    let mut w = 0;
+    while w * c < bits || carry != 0 {
         let bit = w * c;
         let (limb, shift) = (bit / 64, bit % 64);
         let mut raw = limbs[limb] >> shift;
@@ -168,207 +200,14 @@ fn signed_digits(s: &Scalar, c: usize, out: &mut [u16]) {
             carry = 0;
             (digit, false)
         };
-        *out = if magnitude == 0 {
-            0
-        } else {
-            ((magnitude as u16) << 1) | (negative ^ negated) as u16
-        };
+        if magnitude != 0 {
+            f(w, ((magnitude as u32) << 1) | (negative ^ negated) as u32);
+        }
+        w += 1;
     }
-    // The top window holds fewer than c bits of a folded scalar, so it never carries out.
-    debug_assert_eq!(carry, 0);
-}
-
-/// One pending batch-affine addition `buckets[bucket] += point`.
-#[derive(Clone, Copy)]
-struct Addition<P: SWCurveConfig> {
-    bucket: u32,
-    doubling: bool,
-    point: Affine<P>,
-}
-
-/// The buckets of one window and the batch of additions waiting for their shared inversion.
-struct Window<P: SWCurveConfig> {
-    /// Affine bucket sums; the identity marks an empty bucket.
-    buckets: Vec<Affine<P>>,
-    /// Additions that could not be batched because their bucket was already in the batch and
-    /// the queue was full: mixed Jacobian additions, rare for random scalars, but the bulk for
-    /// many equal scalars (0/1 witnesses), where batching cannot help.
-    overflow: Vec<Projective<P>>,
-    /// Whether a bucket already has an addition in `batch`: a bucket can take only one
-    /// addition per inversion.
-    pending: Vec<bool>,
-    batch: Vec<Addition<P>>,
-    /// Denominators of `batch`, inverted in place by `flush`.
-    denominators: Vec<P::BaseField>,
-    prefix: Vec<P::BaseField>,
-    /// Additions that met a pending bucket, retried after the next flush.
-    queue: Vec<(u32, Affine<P>)>,
-    batch_capacity: usize,
-    queue_capacity: usize,
-}
-
-impl<P: SWCurveConfig> Window<P> {
-    fn new(c: usize) -> Self {
-        let buckets = 1usize << (c - 1);
-        // Large batches amortise the inversion (~330 multiplications on the test machine) but
-        // collide more often with buckets already in the batch; half the buckets measured
-        // slightly better than a quarter, the collisions wait in the queue.
-        let batch_capacity = (buckets / 2).clamp(16, 1024);
-        let queue_capacity = batch_capacity / 2;
-        Self {
-            buckets: vec![Affine::identity(); buckets],
-            overflow: vec![Projective::zero(); buckets],
-            pending: vec![false; buckets],
-            batch: Vec::with_capacity(batch_capacity),
-            denominators: Vec::with_capacity(batch_capacity),
-            prefix: Vec::with_capacity(batch_capacity),
-            queue: Vec::with_capacity(queue_capacity),
-            batch_capacity,
-            queue_capacity,
-        }
-    }
-
-    /// `Σ digit_i · bases[i]` for this window's digits.
-    fn sum<'a>(
-        mut self,
-        bases: impl Iterator<Item = &'a Affine<P>>,
-        digits: impl Iterator<Item = u16>,
-    ) -> Projective<P> {
-        for (base, digit) in bases.zip(digits) {
-            if digit == 0 || base.is_zero() {
-                continue;
-            }
-            let bucket = (digit >> 1) as u32 - 1;
-            let point = if digit & 1 == 1 { -*base } else { *base };
-            self.add(bucket, point);
-        }
-        loop {
-            self.flush();
-            if self.queue.is_empty() {
-                break;
-            }
-            self.drain_queue();
-        }
-        self.reduce()
-    }
-
-    fn add(&mut self, bucket: u32, point: Affine<P>) {
-        let b = bucket as usize;
-        if self.pending[b] {
-            if self.queue.len() < self.queue_capacity {
-                self.queue.push((bucket, point));
-            } else {
-                self.overflow[b] += &point;
-            }
-            return;
-        }
-        self.schedule(bucket, point);
-        while self.batch.len() >= self.batch_capacity {
-            self.flush();
-            self.drain_queue();
-        }
-    }
-
-    /// Retries the queued additions after a flush; a second addition to the same bucket
-    /// goes back to the queue, which cannot outgrow its capacity because it only shrinks here.
-    fn drain_queue(&mut self) {
-        let queued = std::mem::take(&mut self.queue);
-        for &(bucket, point) in &queued {
-            if self.pending[bucket as usize] {
-                self.queue.push((bucket, point));
-            } else {
-                self.schedule(bucket, point);
-            }
-        }
-        // Reuse the allocation the next time the queue is taken.
-        if self.queue.capacity() < queued.capacity() {
-            let mut queued = queued;
-            queued.clear();
-            queued.extend_from_slice(&self.queue);
-            self.queue = queued;
-        }
-    }
-
-    /// Adds `point` to a bucket that is not pending. The exceptional cases are settled here,
-    /// while the bucket's value is final, so that no denominator of the batch is zero: an
-    /// empty bucket takes the point, `Q + (-Q)` empties the bucket (and so does `Q + Q` for a
-    /// point of order 2, `y = 0`, which BN254's odd-order groups do not have), and any other
-    /// `Q + Q` is batched as a doubling.
-    fn schedule(&mut self, bucket: u32, point: Affine<P>) {
-        let b = bucket as usize;
-        let current = self.buckets[b];
-        if current.is_zero() {
-            self.buckets[b] = point;
-            return;
-        }
-        let (doubling, denominator) = if current.x == point.x {
-            if current.y != point.y || current.y.is_zero() {
-                self.buckets[b] = Affine::identity();
-                return;
-            }
-            (true, current.y.double())
-        } else {
-            (false, point.x - current.x)
-        };
-        self.pending[b] = true;
-        self.batch.push(Addition {
-            bucket,
-            doubling,
-            point,
-        });
-        self.denominators.push(denominator);
-    }
-
-    /// Performs the batched additions with one inversion for all of them.
-    fn flush(&mut self) {
-        if self.batch.is_empty() {
-            return;
-        }
-        self.prefix.clear();
-        let mut product = P::BaseField::ONE;
-        for d in &self.denominators {
-            self.prefix.push(product);
-            product *= d;
-        }
-        let mut inverse = product.inverse().expect("denominators are non-zero");
-        for i in (0..self.batch.len()).rev() {
-            let inv_i = inverse * self.prefix[i];
-            inverse *= self.denominators[i];
-            let Addition {
-                bucket,
-                doubling,
-                point,
-            } = self.batch[i];
-            let b = bucket as usize;
-            let q = self.buckets[b];
-            let lambda = if doubling {
-                let xx = q.x.square();
-                (xx.double() + xx + P::COEFF_A) * inv_i
-            } else {
-                (point.y - q.y) * inv_i
-            };
-            let x = lambda.square() - q.x - point.x;
-            let y = lambda * (q.x - x) - q.y;
-            self.buckets[b] = Affine::new_unchecked(x, y);
-            self.pending[b] = false;
-        }
-        self.batch.clear();
-        self.denominators.clear();
-    }
-
-    /// `Σ (i + 1) · bucket_i` with running sums.
-    fn reduce(self) -> Projective<P> {
-        let mut running = Projective::<P>::zero();
-        let mut total = Projective::<P>::zero();
-        for (bucket, overflow) in self.buckets.iter().zip(&self.overflow).rev() {
-            running += bucket;
-            if !overflow.is_zero() {
-                running += overflow;
-            }
-            total += &running;
-        }
-        total
-    }
+    // A folded scalar has at most FOLDED_BITS bits, so its top digit never carries out of
+    // window FOLDED_BITS / c.
+    debug_assert!(w <= FOLDED_BITS / c + 1);
 }
 
 #[cfg(test)]
@@ -585,12 +424,24 @@ mod tests {
             Scalar::from(1u64),
             (-Fr::from(1u64)).into_bigint(),
             half_modulus(),
+            Scalar::from(2u64),
+            Scalar::from(u64::MAX),
+            (-Fr::from(5u64)).into_bigint(),
+            (-Fr::from(u64::MAX)).into_bigint(),
         ]);
-        for c in 2..=15 {
+        for c in 2..=16 {
             let windows = FOLDED_BITS / c + 1;
             for s in &scalars {
-                let mut digits = vec![0u16; windows];
-                signed_digits(s, c, &mut digits);
+                let mut digits = vec![0u32; windows];
+                for_each_signed_digit(s, c, |w, d| digits[w] = d);
+                if c <= 15 {
+                    let mut short = vec![0u16; windows];
+                    signed_digits(s, c, &mut short);
+                    assert!(short
+                        .iter()
+                        .map(|&d| u32::from(d))
+                        .eq(digits.iter().copied()));
+                }
                 let mut value = Fr::from(0u64);
                 for &d in digits.iter().rev() {
                     value *= Fr::from(1u64 << c);

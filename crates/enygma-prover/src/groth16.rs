@@ -15,8 +15,8 @@
 
 use std::time::{Duration, Instant};
 
-use ark_bn254::{Bn254, G1Affine, G1Projective, G2Affine, G2Projective};
-use ark_ec::{CurveGroup, VariableBaseMSM};
+use ark_bn254::{g1, g2, Bn254, G1Affine, G1Projective, G2Affine, G2Projective};
+use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
 use ark_ff::PrimeField;
 use ark_groth16::{Proof, ProvingKey};
 use ark_relations::gr1cs::{
@@ -27,6 +27,7 @@ use enygma_circuit::{
     payment::{constraints::PaymentCircuit, Kind, PaymentInputs},
     Fr,
 };
+use enygma_msm::{msm_precomputed, PrecomputedBases};
 use rayon::prelude::*;
 
 use crate::qap;
@@ -76,17 +77,91 @@ fn both<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + 
     }
 }
 
-fn msm_g1(backend: MsmBackend, bases: &[G1Affine], scalars: &[Scalar]) -> G1Projective {
-    match backend {
-        MsmBackend::Arkworks => G1Projective::msm_bigint(bases, scalars),
-        MsmBackend::EnygmaG1 | MsmBackend::Enygma => enygma_msm::msm(bases, scalars),
+fn msm_g1(
+    backend: MsmBackend,
+    bases: &[G1Affine],
+    table: Option<&PrecomputedBases<g1::Config>>,
+    scalars: &[Scalar],
+) -> G1Projective {
+    match (backend, table) {
+        (MsmBackend::Arkworks, _) => G1Projective::msm_bigint(bases, scalars),
+        (MsmBackend::EnygmaG1 | MsmBackend::Enygma, Some(table)) => msm_precomputed(table, scalars),
+        (MsmBackend::EnygmaG1 | MsmBackend::Enygma, None) => enygma_msm::msm(bases, scalars),
     }
 }
 
-fn msm_g2(backend: MsmBackend, bases: &[G2Affine], scalars: &[Scalar]) -> G2Projective {
-    match backend {
-        MsmBackend::Arkworks | MsmBackend::EnygmaG1 => G2Projective::msm_bigint(bases, scalars),
-        MsmBackend::Enygma => enygma_msm::msm(bases, scalars),
+fn msm_g2(
+    backend: MsmBackend,
+    bases: &[G2Affine],
+    table: Option<&PrecomputedBases<g2::Config>>,
+    scalars: &[Scalar],
+) -> G2Projective {
+    match (backend, table) {
+        (MsmBackend::Arkworks | MsmBackend::EnygmaG1, _) => {
+            G2Projective::msm_bigint(bases, scalars)
+        }
+        (MsmBackend::Enygma, Some(table)) => msm_precomputed(table, scalars),
+        (MsmBackend::Enygma, None) => enygma_msm::msm(bases, scalars),
+    }
+}
+
+/// Fixed-base tables of a proving key's five MSM queries ([`enygma_msm::PrecomputedBases`]),
+/// built once per key: each base is stored with its multiples `2^(c·j)·P`, which makes every
+/// MSM a single bucket pass. Each table takes the width the cost model picks for its number of
+/// bases (16 for a k=6 transfer: 1 KiB per G1 base, 2 KiB per G2 base); on a witness's
+/// scalars (zeros and ones skipped, a third full-size) that width measured as fast as
+/// narrower ones, with less memory.
+pub struct PrecomputedQueries {
+    a: PrecomputedBases<g1::Config>,
+    b_g1: PrecomputedBases<g1::Config>,
+    b_g2: PrecomputedBases<g2::Config>,
+    h: PrecomputedBases<g1::Config>,
+    l: PrecomputedBases<g1::Config>,
+}
+
+impl PrecomputedQueries {
+    pub fn new(pk: &ProvingKey<Bn254>) -> Self {
+        // The constant's query point is added outside the MSMs.
+        let without_constant = |q: &[G1Affine]| PrecomputedBases::new(q.get(1..).unwrap_or(&[]));
+        Self {
+            a: without_constant(&pk.a_query),
+            b_g1: without_constant(&pk.b_g1_query),
+            b_g2: PrecomputedBases::new(pk.b_g2_query.get(1..).unwrap_or(&[])),
+            h: PrecomputedBases::new(&pk.h_query),
+            l: PrecomputedBases::new(&pk.l_query),
+        }
+    }
+
+    /// Bytes held by the five tables.
+    pub fn memory_bytes(&self) -> usize {
+        self.a.memory_bytes()
+            + self.b_g1.memory_bytes()
+            + self.b_g2.memory_bytes()
+            + self.h.memory_bytes()
+            + self.l.memory_bytes()
+    }
+
+    /// Whether the tables were built from `pk`'s queries: their lengths, first non-identity
+    /// bases (a variable outside A or B has the identity there, in every key) and last bases.
+    /// A guard against wiring the tables of another key, not a proof of origin.
+    fn are_for(&self, pk: &ProvingKey<Bn254>) -> bool {
+        fn same<P: ark_ec::short_weierstrass::SWCurveConfig<ScalarField = Fr>>(
+            table: &PrecomputedBases<P>,
+            bases: &[ark_ec::short_weierstrass::Affine<P>],
+        ) -> bool {
+            let first = bases.iter().position(|b| !b.is_zero());
+            let last = bases.len().checked_sub(1);
+            table.len() == bases.len()
+                && [first, last]
+                    .into_iter()
+                    .flatten()
+                    .all(|i| *table.base(i) == bases[i])
+        }
+        same(&self.a, &pk.a_query[1..])
+            && same(&self.b_g1, &pk.b_g1_query[1..])
+            && same(&self.b_g2, &pk.b_g2_query[1..])
+            && same(&self.h, &pk.h_query)
+            && same(&self.l, &pk.l_query)
     }
 }
 
@@ -106,6 +181,33 @@ pub fn create_proof(
     full_assignment: &[Fr],
     msm: MsmBackend,
 ) -> Result<(Proof<Bn254>, PhaseTimings), SynthesisError> {
+    create_proof_with_tables(
+        pk,
+        None,
+        r,
+        s,
+        matrices,
+        num_instance_variables,
+        num_constraints,
+        full_assignment,
+        msm,
+    )
+}
+
+/// [`create_proof`], with the enygma MSMs over `tables` (built from `pk` by
+/// [`PrecomputedQueries::new`]) when given: the same proof, faster.
+#[allow(clippy::too_many_arguments)]
+pub fn create_proof_with_tables(
+    pk: &ProvingKey<Bn254>,
+    tables: Option<&PrecomputedQueries>,
+    r: Fr,
+    s: Fr,
+    matrices: &[Matrix<Fr>],
+    num_instance_variables: usize,
+    num_constraints: usize,
+    full_assignment: &[Fr],
+    msm: MsmBackend,
+) -> Result<(Proof<Bn254>, PhaseTimings), SynthesisError> {
     let started = Instant::now();
     let mut t = PhaseTimings::default();
     let variables = full_assignment.len();
@@ -117,6 +219,7 @@ pub fn create_proof(
         || pk.b_g1_query.len() != variables
         || pk.b_g2_query.len() != variables
         || pk.l_query.len() != variables - num_instance_variables
+        || tables.is_some_and(|t| !t.are_for(pk))
     {
         return Err(SynthesisError::Unsatisfiable);
     }
@@ -153,17 +256,35 @@ pub fn create_proof(
     ) = both(
         || {
             both(
-                || timed(|| msm_g1(msm, &pk.h_query, &h)),
-                || timed(|| msm_g1(msm, &pk.l_query, witness)),
+                || timed(|| msm_g1(msm, &pk.h_query, tables.map(|t| &t.h), &h)),
+                || timed(|| msm_g1(msm, &pk.l_query, tables.map(|t| &t.l), witness)),
             )
         },
         || {
             both(
-                || timed(|| msm_g1(msm, &pk.a_query[1..], &assignment)),
+                || timed(|| msm_g1(msm, &pk.a_query[1..], tables.map(|t| &t.a), &assignment)),
                 || {
                     both(
-                        || timed(|| msm_g1(msm, &pk.b_g1_query[1..], &assignment)),
-                        || timed(|| msm_g2(msm, &pk.b_g2_query[1..], &assignment)),
+                        || {
+                            timed(|| {
+                                msm_g1(
+                                    msm,
+                                    &pk.b_g1_query[1..],
+                                    tables.map(|t| &t.b_g1),
+                                    &assignment,
+                                )
+                            })
+                        },
+                        || {
+                            timed(|| {
+                                msm_g2(
+                                    msm,
+                                    &pk.b_g2_query[1..],
+                                    tables.map(|t| &t.b_g2),
+                                    &assignment,
+                                )
+                            })
+                        },
                     )
                 },
             )
@@ -342,7 +463,12 @@ mod tests {
             Groth16::verify(&pk.vk, public, &expected).unwrap(),
             "ark-groth16's proof must verify"
         );
-        for backend in BACKENDS {
+        let precomputed = PrecomputedQueries::new(pk);
+        for (backend, tables) in BACKENDS
+            .into_iter()
+            .map(|b| (b, None))
+            .chain(BACKENDS.into_iter().map(|b| (b, Some(&precomputed))))
+        {
             for threads in [1, 2] {
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -350,8 +476,9 @@ mod tests {
                     .unwrap();
                 let (proof, t) = pool
                     .install(|| {
-                        create_proof(
+                        create_proof_with_tables(
                             pk,
+                            tables,
                             r,
                             s,
                             matrices,
@@ -362,7 +489,11 @@ mod tests {
                         )
                     })
                     .unwrap();
-                assert_eq!(proof, expected, "{backend:?} on {threads} thread(s)");
+                let precomputed = tables.is_some();
+                assert_eq!(
+                    proof, expected,
+                    "{backend:?} on {threads} thread(s), precomputed: {precomputed}"
+                );
                 assert!(Groth16::verify(&pk.vk, public, &proof).unwrap());
                 assert!(t.total >= t.witness_map && t.total >= t.msm_a, "{t:?}");
             }
@@ -449,6 +580,39 @@ mod tests {
             MsmBackend::Enygma,
         );
         assert!(matches!(result, Err(SynthesisError::Unsatisfiable)));
+    }
+
+    #[test]
+    fn groth16_tables_of_another_key_are_refused() {
+        let mut rng = ChaCha20Rng::seed_from_u64(6);
+        let circuit = RandomCircuit::new(&mut rng);
+        // Same circuit, another setup: same sizes, other bases.
+        let (pk, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let (other, _) =
+            Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let R1cs {
+            matrices,
+            num_instance_variables: instance,
+            num_constraints: constraints,
+            ..
+        } = r1cs(circuit.clone()).unwrap();
+        let assignment = full_assignment(circuit).unwrap();
+        let prove = |tables: &PrecomputedQueries| {
+            create_proof_with_tables(
+                &pk,
+                Some(tables),
+                Fr::from(3u64),
+                Fr::from(5u64),
+                &matrices,
+                instance,
+                constraints,
+                &assignment,
+                MsmBackend::Enygma,
+            )
+        };
+        assert!(prove(&PrecomputedQueries::new(&pk)).is_ok());
+        let wrong = PrecomputedQueries::new(&other);
+        assert!(matches!(prove(&wrong), Err(SynthesisError::Unsatisfiable)));
     }
 
     #[test]
