@@ -10,7 +10,7 @@
 # warm-up, then a 5-minute soak at 4 in flight in 30 s windows), then a sweep of --max-inflight x --prove-threads (1x2, 2x1, 4x1). It
 # writes benches/results/<date>-<cpu>/ (ab.md side-by-side table, ab.json, ab.svg, and one
 # directory per variant with report.json, report.md, chart.svg, rss.svg, requests.csv, rss.csv,
-# server.log) and names the best setting.
+# server.log; files over 1 MB gzipped) and names the best setting.
 #
 # Everything is an environment variable; extra arguments go to `enygma-loadgen ab` as is:
 #   DURATION=20s benches/run_load.sh            # shorter levels (the report says so)
@@ -80,4 +80,11 @@ ENYGMA_RUN_LOAD_CMD+=" benches/run_load.sh"
 [ $# -gt 0 ] && ENYGMA_RUN_LOAD_CMD+=" $*"
 export ENYGMA_RUN_LOAD_CMD
 
-exec target/release/enygma-loadgen "${args[@]}" "$@"
+# Raw logs over 1 MB (the access log, requests.csv) are committed gzipped: compress what this
+# run wrote, wherever --out put it.
+started=$(mktemp)
+trap 'rm -f "$started"' EXIT
+status=0
+target/release/enygma-loadgen "${args[@]}" "$@" || status=$?
+find "${OUT:-benches/results}" -type f -newer "$started" -size +1M ! -name '*.gz' -exec gzip -9 {} +
+exit $status
