@@ -1457,7 +1457,8 @@ async fn dvp_statements_prove_verify_and_refuse_bad_requests() {
                     .sum();
                 v["valuesIn"][0] = "0".into();
                 v["keyPairsIn"][0]["privateKey"] = "0".into();
-                v["merkleProofs"][0] = serde_json::json!({"indices": "0", "elements": ["0"; 8]});
+                v["merkleProofs"][0] =
+                    serde_json::json!({"indices": "0", "elements": vec!["0"; 8]});
                 v["merkleRoots"][0] = "0".into();
                 v["saltsIn"][0] = "0".into();
                 v["valuesOut"] = serde_json::json!([total.to_string(), "0"]);
