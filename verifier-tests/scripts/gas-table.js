@@ -9,7 +9,7 @@ const rows = [
   "| fixture | k | public inputs | verifyProof execution gas | calldata bytes | verify tx gas (21000 + calldata + execution) | deployment execution gas | runtime code bytes |",
   "|---|---:|---:|---:|---:|---:|---:|---:|",
   ...report.results.map((r) =>
-    `| ${r.name} | ${r.k} | ${r.nPublic} | ${r.verifyExecutionGas} | ${r.calldataBytes} | ${r.verifyTxGas} | ${r.deployExecutionGas} | ${r.runtimeCodeBytes} |`),
+    `| ${r.name} | ${r.k ?? "none"} | ${r.nPublic} | ${r.verifyExecutionGas} | ${r.calldataBytes} | ${r.verifyTxGas} | ${r.deployExecutionGas} | ${r.runtimeCodeBytes} |`),
 ];
 console.log(`solc ${report.solc}, optimizer runs ${report.optimizerRuns}, evmVersion ${report.evmVersion}, @ethereumjs/evm hardfork ${report.hardfork}`);
 console.log();

@@ -137,13 +137,17 @@ pub async fn main(args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
         _ => invoked.clone(),
     };
     let exe = args.server_cmd.split_whitespace().next().unwrap_or("");
-    let pool = crate::pool::Pool::load(&args.schedule.requests)?;
+    let targets = crate::mix::Targets::from_args(
+        &crate::client::HttpClient::new("http://127.0.0.1", args.schedule.timeout)?,
+        &args.schedule,
+    )?;
     eprintln!(
-        "A/B into {}: {} variants, {} request bodies ({} distinct)",
+        "A/B into {}: {} variants, {} ({} request bodies, {} distinct)",
         out.display(),
         vars.len(),
-        pool.len(),
-        pool.distinct()
+        targets.describe(),
+        targets.pool_len(),
+        targets.pool_distinct()
     );
     for v in &vars {
         eprintln!("  {:<14} {}", v.name, v.command);

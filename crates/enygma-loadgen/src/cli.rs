@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use enygma_prover::statements;
 
 use crate::duration::parse_duration;
+use crate::mix;
 use crate::schedule::ScheduleSpec;
 
 #[derive(Parser, Debug)]
@@ -111,9 +112,24 @@ pub struct ScheduleArgs {
     #[arg(long, default_value = statements::DEFAULT_INSTANCE, value_parser = endpoint)]
     pub endpoint: String,
     /// Directory of request bodies (*.json, e.g. from `enygma gen-request`), or a single file.
-    /// Workers cycle through them round-robin.
-    #[arg(long, value_name = "DIR")]
-    pub requests: PathBuf,
+    /// Workers cycle through them round-robin. Not with --mix.
+    #[arg(
+        long,
+        value_name = "DIR",
+        required_unless_present = "mix",
+        conflicts_with = "mix"
+    )]
+    pub requests: Option<PathBuf>,
+    /// A weighted mix of statement instances in one run instead of --endpoint and --requests:
+    /// `transfer-k6=8,join-split-enygma=1` (key stems, weight 1 when omitted). Each instance's
+    /// requests are drawn from a pool its own generator makes (--mix-pool per instance, from
+    /// --seed); the routes follow a smooth weighted round robin. The report's notes give each
+    /// instance's counts and latency per phase.
+    #[arg(long, value_name = "STEM=W[,...]", value_parser = mix::parse_mix, conflicts_with = "endpoint")]
+    pub mix: Option<mix::Mix>,
+    /// With --mix: requests generated per instance.
+    #[arg(long, default_value_t = 16, requires = "mix")]
+    pub mix_pool: usize,
     /// Closed-loop levels (requests in flight), or `none`.
     #[arg(long, default_value = "1,2,4,8,16", value_parser = levels)]
     pub levels: List<usize>,

@@ -5,6 +5,7 @@
 //! - [`duration`]: parsing `60s`/`500ms`/`5m` style durations;
 //! - [`schedule`]: the closed-loop phase plan and the seeded Poisson arrival schedule;
 //! - [`pool`]: the request-body pool workers cycle through;
+//! - [`mix`]: the routes of a run: one, or a weighted `--mix` of statement instances;
 //! - [`client`]: the plain-HTTP client and one timed request;
 //! - [`server_timing`]: parsing the `Server-Timing` header;
 //! - [`metrics`]: parsing Prometheus text and finding the "served" counter;
@@ -32,6 +33,7 @@ pub mod duration;
 pub mod load;
 pub mod machine;
 pub mod metrics;
+pub mod mix;
 pub mod mock;
 pub mod output;
 pub mod plan;

@@ -13,11 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hyper::Uri;
 use tokio::task::JoinSet;
 
 use crate::client::{HttpClient, Reply, Status};
-use crate::pool::Pool;
+use crate::mix::Targets;
 use crate::schedule::poisson_schedule;
 use crate::server_timing::ServerTiming;
 
@@ -28,6 +27,8 @@ pub struct Record {
     pub warmup: bool,
     /// Closed loop: the worker; open loop: the arrival's index.
     pub worker: usize,
+    /// The route's index in the run's [`Targets`] (0 unless `--mix`).
+    pub target: usize,
     /// When the request should have been sent (open loop) or was sent (closed loop).
     pub scheduled: Duration,
     pub sent: Duration,
@@ -79,8 +80,8 @@ impl Live {
 #[derive(Clone)]
 pub struct Ctx {
     pub client: HttpClient,
-    pub uri: Uri,
-    pub pool: Arc<Pool>,
+    /// The routes and their request pools.
+    pub targets: Arc<Targets>,
     pub epoch: Instant,
     pub live: Arc<Live>,
     pub abort: Arc<AtomicBool>,
@@ -107,18 +108,19 @@ pub struct PhaseRun {
     pub aborted: bool,
 }
 
-async fn send_one(ctx: &Ctx) -> Reply {
-    let body = ctx.pool.next();
+/// Sends the next request of the run; returns its target's index and the reply.
+async fn send_one(ctx: &Ctx) -> (usize, Reply) {
+    let (target, uri, body) = ctx.targets.next();
     ctx.live.sent.fetch_add(1, Ordering::Relaxed);
     ctx.live.inflight.fetch_add(1, Ordering::Relaxed);
-    let r = ctx.client.post_json(&ctx.uri, body).await;
+    let r = ctx.client.post_json(uri, body).await;
     ctx.live.inflight.fetch_sub(1, Ordering::Relaxed);
     if r.status.is_ok() {
         ctx.live.ok.fetch_add(1, Ordering::Relaxed);
     } else {
         ctx.live.err.fetch_add(1, Ordering::Relaxed);
     }
-    r
+    (target, r)
 }
 
 /// Closed loop with `concurrency` workers for `warmup + duration`.
@@ -142,11 +144,12 @@ pub async fn run_closed(
                 if now >= end || ctx.abort.load(Ordering::Relaxed) {
                     break;
                 }
-                let r = send_one(&ctx).await;
+                let (target, r) = send_one(&ctx).await;
                 let rec = Record {
                     phase,
                     warmup: now < measure_from,
                     worker,
+                    target,
                     scheduled: now - ctx.epoch,
                     sent: now - ctx.epoch,
                     done: r.done - ctx.epoch,
@@ -216,6 +219,7 @@ pub async fn run_open(
                 phase,
                 warmup: warmup_req,
                 worker: i,
+                target: 0,
                 scheduled: at - ctx.epoch,
                 sent: now,
                 done: now,
@@ -229,12 +233,13 @@ pub async fn run_open(
         let (ctx2, recs, out) = (ctx.clone(), records.clone(), outstanding.clone());
         set.spawn(async move {
             let sent = Instant::now();
-            let r = send_one(&ctx2).await;
+            let (target, r) = send_one(&ctx2).await;
             out.fetch_sub(1, Ordering::Relaxed);
             let rec = Record {
                 phase,
                 warmup: warmup_req,
                 worker: i,
+                target,
                 scheduled: at - ctx2.epoch,
                 sent: sent - ctx2.epoch,
                 done: r.done - ctx2.epoch,

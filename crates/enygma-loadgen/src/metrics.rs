@@ -156,10 +156,21 @@ fn route_matches(label: &str, endpoint: &str) -> bool {
     false
 }
 
-/// `/generateProofTransfer-6` → `6`.
-fn endpoint_k(endpoint: &str) -> Option<&str> {
+/// The `k` label of `endpoint`'s requests: its registry instance's size, `none` for a
+/// statement without sizes (`/ownership-721`); for a path outside the registry, the number
+/// after its last `-` (`/generateProofTransfer-6` → `6`), if any.
+fn endpoint_k(endpoint: &str) -> Option<String> {
+    if let Some(instance) =
+        enygma_prover::statements::match_path(endpoint).and_then(|m| m.instance().ok())
+    {
+        return Some(
+            instance
+                .k()
+                .map_or_else(|| "none".to_string(), |k| k.to_string()),
+        );
+    }
     let (_, k) = endpoint.rsplit_once('-')?;
-    (!k.is_empty() && k.chars().all(|c| c.is_ascii_digit())).then_some(k)
+    (!k.is_empty() && k.chars().all(|c| c.is_ascii_digit())).then(|| k.to_string())
 }
 
 /// Requests answered with 200 for `endpoint`, found heuristically when no selector is given:
@@ -195,7 +206,7 @@ pub fn served_ok(samples: &[Sample], endpoint: &str, selector: Option<&Selector>
             }
             // enygma-server labels the templated route with a separate `k`.
             if let (Some(k), Some(ek)) = (s.labels.get("k"), endpoint_k(endpoint)) {
-                if k != ek {
+                if *k != ek {
                     continue;
                 }
             }
@@ -268,9 +279,17 @@ garbage line here
         assert_eq!(served_ok(&s, "/generateProofTransfer-6", None), Some(12.0));
         assert_eq!(served_ok(&s, "/generateProofTransfer-2", None), Some(5.0));
         assert_eq!(served_ok(&s, "/generateProofTransfer-4", None), None);
-        assert_eq!(endpoint_k("/generateProofTransfer-6"), Some("6"));
-        assert_eq!(endpoint_k("/ownership-721"), Some("721"));
-        assert_eq!(endpoint_k("/join-split-enygma"), None);
+        assert_eq!(endpoint_k("/generateProofTransfer-6").as_deref(), Some("6"));
+        // A statement without sizes is labelled k="none", whatever digits its path ends with.
+        assert_eq!(endpoint_k("/ownership-721").as_deref(), Some("none"));
+        assert_eq!(endpoint_k("/join-split-enygma").as_deref(), Some("none"));
+        assert_eq!(endpoint_k("/other-route-12").as_deref(), Some("12"));
+        let dvp = parse(
+            "enygma_http_requests_total{route=\"/ownership-721\",k=\"none\",status=\"200\"} 3\n\
+             enygma_http_requests_total{route=\"/join-split-1155\",k=\"none\",status=\"200\"} 2\n",
+        );
+        assert_eq!(served_ok(&dvp, "/ownership-721", None), Some(3.0));
+        assert_eq!(served_ok(&dvp, "/join-split-1155", None), Some(2.0));
     }
 
     #[test]

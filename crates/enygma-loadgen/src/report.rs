@@ -470,6 +470,7 @@ pub(crate) mod tests {
             phase: 0,
             warmup,
             worker: 0,
+            target: 0,
             scheduled: Duration::from_millis(sched_ms),
             sent: Duration::from_millis(sched_ms),
             done: Duration::from_millis(done_ms),

@@ -14,8 +14,8 @@ use crate::client::HttpClient;
 use crate::load::{self, Ctx, Live, Record};
 use crate::machine;
 use crate::metrics::{self, Selector};
+use crate::mix::Targets;
 use crate::output;
-use crate::pool::Pool;
 use crate::progress::Progress;
 use crate::report::{PhaseView, Report, ServerInfo, Settings, SCHEMA_VERSION};
 use crate::rss::{self, RssSampler};
@@ -40,24 +40,30 @@ pub struct Job<'a> {
     pub abort: Arc<AtomicBool>,
 }
 
-/// The served counter now: `None` if the metrics route is missing or unreachable,
-/// `Some(None)` if it answered without the counter (Prometheus clients often omit a labelled
-/// series until its first increment, so that reads as 0 when a later scrape finds it).
+/// The served counter now, summed over `endpoints` (the routes of a `--mix`): `None` if the
+/// metrics route is missing or unreachable, `Some(None)` if it answered without the counter
+/// (Prometheus clients often omit a labelled series until its first increment, so that reads
+/// as 0 when a later scrape finds it).
 pub async fn served_now(
     client: &HttpClient,
     path: Option<&str>,
-    endpoint: &str,
+    endpoints: &[&str],
     sel: Option<&Selector>,
 ) -> Option<Option<f64>> {
     let (code, body) = client.get(path?, Duration::from_secs(10)).await.ok()?;
     if code != 200 {
         return None;
     }
-    Some(metrics::served_ok(
-        &metrics::parse(&String::from_utf8_lossy(&body)),
-        endpoint,
-        sel,
-    ))
+    let samples = metrics::parse(&String::from_utf8_lossy(&body));
+    if sel.is_some() {
+        return Some(metrics::served_ok(&samples, endpoints[0], sel));
+    }
+    Some(
+        endpoints
+            .iter()
+            .filter_map(|e| metrics::served_ok(&samples, e, None))
+            .reduce(|a, b| a + b),
+    )
 }
 
 /// The served delta of one phase from the scrapes before and after it.
@@ -68,13 +74,19 @@ pub fn served_delta(before: Option<Option<f64>>, after: Option<Option<f64>>) -> 
     }
 }
 
-fn settings(url: &str, s: &ScheduleArgs, pool: &Pool, target: &Target) -> Settings {
+fn settings(url: &str, s: &ScheduleArgs, targets: &Targets, target: &Target) -> Settings {
     Settings {
         url: url.to_string(),
-        endpoint: s.endpoint.clone(),
-        requests: s.requests.display().to_string(),
-        request_pool_size: pool.len(),
-        request_pool_distinct: pool.distinct(),
+        endpoint: targets.describe(),
+        requests: match &s.requests {
+            Some(path) => path.display().to_string(),
+            None => format!(
+                "generated: {} per instance (--mix-pool), seed {}",
+                s.mix_pool, s.seed
+            ),
+        },
+        request_pool_size: targets.pool_len(),
+        request_pool_distinct: targets.pool_distinct(),
         levels: s.levels.0.clone(),
         duration_s: s.duration.as_secs_f64(),
         warmup_s: s.warmup.as_secs_f64(),
@@ -100,7 +112,7 @@ fn settings(url: &str, s: &ScheduleArgs, pool: &Pool, target: &Target) -> Settin
     }
 }
 
-fn standard_notes(s: &ScheduleArgs, pool: &Pool) -> Vec<String> {
+fn standard_notes(s: &ScheduleArgs, targets: &Targets) -> Vec<String> {
     let mut notes = vec![
         "A request belongs to the warm-up or to the measured part by the time it was (scheduled to \
          be) sent; nothing is sent after a phase's end and every request sent is awaited, so the \
@@ -133,11 +145,18 @@ fn standard_notes(s: &ScheduleArgs, pool: &Pool) -> Vec<String> {
             s.warmup.as_secs_f64()
         ));
     }
-    if pool.distinct() < pool.len() || pool.len() == 1 {
+    if targets.pool_distinct() < targets.pool_len() || targets.pool_len() == 1 {
         notes.push(format!(
             "The request pool has only {} distinct bodies out of {}.",
-            pool.distinct(),
-            pool.len()
+            targets.pool_distinct(),
+            targets.pool_len()
+        ));
+    }
+    if targets.is_mix() {
+        notes.push(format!(
+            "Mix {}: requests follow a smooth weighted round robin over these instances' proving \
+             routes, shared by every worker; each phase's per-instance counts follow.",
+            targets.describe()
         ));
     }
     notes
@@ -147,9 +166,8 @@ fn standard_notes(s: &ScheduleArgs, pool: &Pool) -> Vec<String> {
 pub async fn execute(job: Job<'_>) -> Result<Report> {
     let s = job.schedule;
     std::fs::create_dir_all(job.out).with_context(|| format!("creating {}", job.out.display()))?;
-    let pool = Arc::new(Pool::load(&s.requests)?);
     let client = HttpClient::new(job.url, s.timeout)?;
-    let uri = client.uri(&s.endpoint)?;
+    let targets = Arc::new(Targets::from_args(&client, s)?);
     let selector = s
         .served_metric
         .as_deref()
@@ -201,8 +219,7 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
         run_phases(
             &job,
             &client,
-            uri,
-            pool.clone(),
+            targets.clone(),
             &phases,
             epoch,
             sampler.as_ref(),
@@ -222,14 +239,14 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
         srv.stop(Duration::from_secs(10)).await;
     }
     let (levels, soak, open, records, phase_spans, mut notes) = result?;
-    notes.splice(0..0, standard_notes(s, &pool));
+    notes.splice(0..0, standard_notes(s, &targets));
     let report = Report {
         schema_version: SCHEMA_VERSION,
         tool: format!("enygma-loadgen {}", env!("CARGO_PKG_VERSION")),
         generated_at: machine::now_rfc3339(),
         label: job.label.clone(),
         machine: machine::detect(),
-        settings: settings(job.url, s, &pool, &job.target),
+        settings: settings(job.url, s, &targets, &job.target),
         server: server_info,
         levels,
         soak,
@@ -267,8 +284,7 @@ type Phases = (
 async fn run_phases(
     job: &Job<'_>,
     client: &HttpClient,
-    uri: hyper::Uri,
-    pool: Arc<Pool>,
+    targets: Arc<Targets>,
     phases: &[crate::schedule::Phase],
     epoch: Instant,
     sampler: Option<&RssSampler>,
@@ -279,8 +295,7 @@ async fn run_phases(
     let live = Arc::new(Live::default());
     let ctx = Ctx {
         client: client.clone(),
-        uri,
-        pool,
+        targets: targets.clone(),
         epoch,
         live: live.clone(),
         abort: job.abort.clone(),
@@ -290,6 +305,7 @@ async fn run_phases(
     };
     let progress = Progress::start(live.clone(), sampler.map(|x| x.latest_handle()), s.quiet);
     let metrics_path = s.metrics_path();
+    let endpoints: Vec<&str> = targets.targets.iter().map(|t| t.path.as_str()).collect();
     let (mut levels, mut soak, mut open) = (Vec::new(), None, Vec::new());
     let (mut all, mut spans, mut notes) = (Vec::new(), Vec::new(), Vec::new());
     let mut metrics_missing = false;
@@ -309,7 +325,7 @@ async fn run_phases(
         }
         let label = phase.label();
         live.reset();
-        let before = served_now(client, metrics_path, &s.endpoint, selector).await;
+        let before = served_now(client, metrics_path, &endpoints, selector).await;
         progress.phase(
             label.clone(),
             i + 1,
@@ -325,7 +341,7 @@ async fn run_phases(
                 load::run_open(&ctx, i, rate_rps, phase.warmup, phase.duration).await
             }
         };
-        let after = served_now(client, metrics_path, &s.endpoint, selector).await;
+        let after = served_now(client, metrics_path, &endpoints, selector).await;
         let served = served_delta(before, after);
         metrics_missing |= served.is_none();
         let rss_now = sampler
@@ -375,6 +391,11 @@ async fn run_phases(
             }
         }
         progress.done(&summary);
+        if targets.is_mix() {
+            let line = mix_line(&label, &targets, &run.records);
+            eprintln!("  {line}");
+            notes.push(line);
+        }
         spans.push((
             label.clone(),
             run.start.as_secs_f64(),
@@ -395,6 +416,37 @@ async fn run_phases(
         ));
     }
     Ok((levels, soak, open, all, spans, notes))
+}
+
+/// A phase's measured requests per instance of a mix: answered 200, failed, p50 latency.
+fn mix_line(label: &str, targets: &Targets, records: &[Record]) -> String {
+    let per: Vec<String> = targets
+        .targets
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mine: Vec<&Record> = records
+                .iter()
+                .filter(|r| {
+                    r.target == i && !r.warmup && r.status != crate::client::Status::Dropped
+                })
+                .collect();
+            let mut ok: Vec<f64> = mine
+                .iter()
+                .filter(|r| r.status.is_ok())
+                .map(|r| r.latency_ms())
+                .collect();
+            ok.sort_by(f64::total_cmp);
+            format!(
+                "{} ok {} err {} p50 {} ms",
+                t.label,
+                ok.len(),
+                mine.len() - ok.len(),
+                output::f1(crate::stats::percentile(&ok, 50.0))
+            )
+        })
+        .collect();
+    format!("{label} per instance: {}", per.join("; "))
 }
 
 fn summary_line(label: &str, l: &crate::report::LevelReport) -> String {

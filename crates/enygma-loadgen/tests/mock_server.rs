@@ -329,3 +329,91 @@ fn plan_prints_both_examples() {
     assert_eq!(v["rows"][0]["machines"], 7); // 2 × 4.872 / 1.6 = 6.09
     assert_eq!(v["rows"][2]["workload"]["window_hours"], 8.0);
 }
+
+/// `--mix`: one run offers a weighted mix of statement instances (here a transfer and the
+/// three DvP statements), each from its own generated pool; the mock counts every route's
+/// answers, the served cross-check sums them, and the notes give per-instance counts.
+#[test]
+fn a_weighted_mix_of_statements_in_one_run() {
+    let _g = serial();
+    let dir = scratch("mock-mix");
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let server = mock(&dir, port, &["--max-inflight", "2"]);
+    let out = dir.join("out");
+    let o = run_bounded(
+        Command::new(loadgen_bin())
+            .args([
+                "run",
+                "--url",
+                &url,
+                "--levels",
+                "2",
+                "--duration",
+                "1.5s",
+                "--warmup",
+                "0s",
+                "--quiet",
+                "--mix",
+                "transfer-k2=4,join-split-enygma=2,join-split-1155=1,ownership-721=1",
+                "--mix-pool",
+                "3",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .args(["--server-pid", &server.pid().to_string()]),
+        Duration::from_secs(120),
+    );
+    assert_success(&o, "loadgen run --mix");
+    let r = read_report(&out);
+    let level = &r["levels"][0];
+    let completed = level["completed"].as_u64().unwrap();
+    assert!(completed >= 8, "{level}");
+    assert_eq!(level["errors"], serde_json::json!({}));
+    assert_eq!(level["served_check"]["matches"], true, "{level}");
+    assert_eq!(
+        r["settings"]["endpoint"],
+        "transfer-k2=4,join-split-enygma=2,join-split-1155=1,ownership-721=1"
+    );
+    assert_eq!(r["settings"]["request_pool_size"], 12);
+    assert_eq!(r["settings"]["request_pool_distinct"], 12);
+
+    // The mock's own per-route counts follow the weights 4:2:1:1 (within one round-robin cycle).
+    let (_, metrics) = get(&url, "/metrics").unwrap();
+    let samples = enygma_loadgen::metrics::parse(&metrics);
+    let count = |route: &str, k: &str| {
+        enygma_loadgen::metrics::Selector::parse(&format!(
+            "enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"200\"}}"
+        ))
+        .unwrap()
+        .sum(&samples)
+        .unwrap_or(0.0)
+    };
+    let transfer = count("/generateProofTransfer-{k}", "2");
+    let erc20 = count("/join-split-enygma", "none");
+    let erc1155 = count("/join-split-1155", "none");
+    let erc721 = count("/ownership-721", "none");
+    assert_eq!(transfer + erc20 + erc1155 + erc721, completed as f64);
+    let cycles = completed as f64 / 8.0;
+    for (n, weight) in [(transfer, 4.0), (erc20, 2.0), (erc1155, 1.0), (erc721, 1.0)] {
+        assert!(
+            (n - weight * cycles).abs() <= weight + 1.0,
+            "{n} requests for weight {weight} in {completed}"
+        );
+    }
+    let note = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.contains("per instance"))
+        .expect("a per-instance note");
+    for stem in [
+        "transfer-k2",
+        "join-split-enygma",
+        "join-split-1155",
+        "ownership-721",
+    ] {
+        assert!(note.contains(&format!("{stem} ok ")), "{note}");
+    }
+}

@@ -72,6 +72,14 @@ impl Statement for Factors {
         })
     }
 
+    fn request_schema(&self, _k: Option<usize>) -> Value {
+        let decimal = enygma_prover::request::schema::decimal;
+        enygma_prover::request::schema::object(
+            vec![("a", decimal()), ("b", decimal())],
+            &["a", "b"],
+        )
+    }
+
     fn check(&self, inputs: &FactorsInputs) -> Result<(), String> {
         if inputs.a == Fr::from(0u64) || inputs.b == Fr::from(0u64) {
             return Err("rule 1 (non-zero factors) failed".into());

@@ -406,7 +406,7 @@ mod tests {
         assert_eq!(args.drain_timeout(), Duration::from_secs(90));
         assert_eq!(args.log_format, LogFormat::Text);
         assert_eq!(args.hosted(), statements::instances().collect::<Vec<_>>());
-        assert_eq!(args.hosted().len(), 15);
+        assert_eq!(args.hosted().len(), 18);
         assert!(!args.require_keys);
         let access = &args.access;
         assert!(access.tls_files().is_none());

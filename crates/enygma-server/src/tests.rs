@@ -1118,3 +1118,135 @@ async fn a_server_hosting_one_instance_answers_its_routes_and_404s_the_others() 
     );
     assert_eq!(s.stop().await, Exit::Clean);
 }
+
+/// The three DvP statements (no sizes) get their routes from the registry: prove and verify
+/// reach the backend with their instance, under the one proving cap and queue of every
+/// statement, with `k="none"` in the metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dvp_routes_reach_the_backend_under_the_shared_admission() {
+    // One slot and one queue place for every statement together.
+    let s = start(cfg(Some(1), 1, 10_000)).await;
+    let a = s.addr;
+    for (path, tag) in [
+        ("/join-split-enygma", "erc20"),
+        ("/join-split-1155", "erc1155"),
+        ("/ownership-721", "erc721"),
+    ] {
+        let r = post(a, path, &body(tag, 0), T).await.unwrap();
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert_eq!(r.json()["tag"], tag);
+        let names: Vec<String> = server_timing(r.header("server-timing").expect("Server-Timing"))
+            .into_iter()
+            .map(|p| p.0)
+            .collect();
+        assert_eq!(names, ["queue", "witness", "prove", "total"], "{path}");
+    }
+    assert_eq!(
+        s.log.kinds.lock().unwrap().clone(),
+        [
+            ("erc20", "join-split-enygma"),
+            ("erc1155", "join-split-1155"),
+            ("erc721", "ownership-721"),
+        ]
+        .map(|(t, i)| (t.to_string(), i.to_string()))
+    );
+    for path in [
+        "/verify-join-split-enygma",
+        "/verify-join-split-1155",
+        "/verify-ownership-721",
+    ] {
+        let r = post(a, path, br#"{"tag":"good"}"#, T).await.unwrap();
+        assert_eq!(
+            (r.status, r.json()),
+            (200, serde_json::json!({"valid": true})),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        *s.log.verified.lock().unwrap(),
+        ["join-split-enygma", "join-split-1155", "ownership-721"]
+    );
+    // A DvP path takes no k, and the reference's other spellings are not routes.
+    for path in [
+        "/join-split-enygma-2",
+        "/join-split-erc20",
+        "/Ownership-721",
+    ] {
+        let r = post(a, path, &body("x", 0), T).await.unwrap();
+        assert_eq!(r.status, 404, "{path}");
+    }
+
+    // A transfer holds the slot, an ownership transfer the queue place: a join-split is shed.
+    let running = tokio::spawn(async move {
+        post(a, "/generateProofTransfer-2", &body("t-run", 500), T)
+            .await
+            .unwrap()
+    });
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
+        assert!(Instant::now() < deadline, "slot never taken");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let queued = tokio::spawn(async move {
+        post(a, "/ownership-721", &body("o-queued", 0), T)
+            .await
+            .unwrap()
+    });
+    let deadline = Instant::now() + T;
+    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
+        assert!(Instant::now() < deadline, "ownership never queued");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let shed = post(a, "/join-split-1155", &body("j-shed", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(shed.status, 503, "{}", shed.body);
+    assert!(shed.header("retry-after").is_some());
+    assert_eq!(running.await.unwrap().status, 200);
+    assert_eq!(queued.await.unwrap().status, 200);
+    assert!(!s.proved_tags().contains(&"j-shed".to_string()));
+
+    let check = post(
+        a,
+        "/join-split-enygma",
+        &body_with("c", 0, serde_json::json!({"fail": "check"})),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(check.status, 422);
+    let bad = post(
+        a,
+        "/ownership-721",
+        &body_with("b", 0, serde_json::json!({"fail": "bad"})),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 400);
+
+    let m = s.metrics().await;
+    assert!(!m.contains(SECRET));
+    for (route, status, n) in [
+        ("/join-split-enygma", "200", 1.0),
+        ("/join-split-enygma", "422", 1.0),
+        ("/join-split-1155", "200", 1.0),
+        ("/join-split-1155", "503", 1.0),
+        ("/ownership-721", "200", 2.0),
+        ("/ownership-721", "400", 1.0),
+        ("/verify-join-split-1155", "200", 1.0),
+    ] {
+        let series = format!(
+            "enygma_http_requests_total{{route=\"{route}\",k=\"none\",status=\"{status}\"}}"
+        );
+        assert_eq!(metric(&m, &series), Some(n), "{series}");
+    }
+    assert_eq!(
+        metric(
+            &m,
+            "enygma_prove_seconds_count{statement=\"ownership-721\",k=\"none\"}"
+        ),
+        Some(2.0)
+    );
+    assert_eq!(s.stop().await, Exit::Clean);
+}

@@ -1173,3 +1173,344 @@ async fn tls_tokens_and_sighup_reload_on_the_binary() {
     assert_eq!(refused.len(), 2, "{refused:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A valid generated request of a DvP statement (no sizes; `index` sets how many notes a
+/// join-split spends: index + 1).
+fn generated_dvp(name: &str, index: usize, seed: u64) -> Vec<u8> {
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let spec = enygma_prover::statements::RequestSpec {
+        index,
+        ..Default::default()
+    };
+    let body = enygma_prover::statements::by_stem(name)
+        .unwrap()
+        .generate(&spec, &mut rng)
+        .unwrap();
+    serde_json::to_vec(&body).unwrap()
+}
+
+/// The public inputs the service computes for a request, in `public_signal`'s order.
+fn expected_public_signal(name: &str, body: &[u8]) -> Vec<String> {
+    let instance = enygma_prover::statements::by_stem(name).unwrap();
+    let prepared = enygma_prover::prepare(instance, body).unwrap();
+    prepared
+        .public_inputs()
+        .unwrap()
+        .iter()
+        .map(enygma_prover::request::to_decimal)
+        .collect()
+}
+
+/// Every key of a JSON value (nested objects too) in upper case, as Go's decoder accepts them.
+fn upper_case_keys(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| (k.to_uppercase(), upper_case_keys(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        serde_json::Value::Array(a) => a.iter().map(upper_case_keys).collect(),
+        other => other.clone(),
+    }
+}
+
+/// Issue 14: the three DvP endpoints over HTTP with the real prover, beside a transfer under
+/// one admission: generated requests prove with `public_signal` in dvp.md's order, verify on
+/// their own route (and not with a changed public input, even one in no constraint), keys in
+/// another case and addresses without `0x` are accepted, bad requests get 400 naming the field
+/// and each rule a request can break gets 422 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dvp_statements_prove_verify_and_refuse_bad_requests() {
+    let _serial = serial();
+    let erc20 = generated_dvp("join-split-enygma", 2, 21); // 3 notes spent
+    let erc1155 = generated_dvp("join-split-1155", 0, 22);
+    let erc721 = generated_dvp("ownership-721", 0, 23);
+    let json = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).unwrap();
+    let (j20, j1155, j721) = (json(&erc20), json(&erc1155), json(&erc721));
+    let mut secret_values: Vec<String> = j20["keyPairsIn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(j1155["keyPairsIn"].as_array().unwrap())
+        .chain([&j721["keyPairIn"]])
+        .map(|pair| pair["privateKey"].as_str().unwrap().to_owned())
+        .collect();
+    secret_values.extend(
+        j20["saltsIn"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned()),
+    );
+    assert!(secret_values.iter().all(|s| s.len() > 10));
+    let secrets: Vec<&str> = secret_values.iter().map(String::as_str).collect();
+    let server = Server::start(&[
+        "--max-inflight",
+        "1",
+        "--circuits",
+        "transfer-k2,join-split-enygma,join-split-1155,ownership-721",
+    ])
+    .await;
+    let mut responses = Vec::new();
+
+    // The ERC-1155 request with every key upper-cased and its address without 0x.
+    let mut shouted = upper_case_keys(&j1155);
+    let address = shouted["ERC1155ADDRESS"].as_str().unwrap().to_owned();
+    shouted["ERC1155ADDRESS"] = address.trim_start_matches("0x").into();
+    let shouted = serde_json::to_vec(&shouted).unwrap();
+    for (name, body, n_public, tamper) in [
+        ("join-split-enygma", &erc20, 34, [0usize, 21]),
+        ("join-split-1155", &shouted, 34, [0, 33]),
+        ("ownership-721", &erc721, 6, [0, 3]),
+    ] {
+        let r = post(server.addr, &format!("/{name}"), body, PROVE_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{name}: {}", r.body);
+        let proof = r.json();
+        let signal: Vec<String> = proof["public_signal"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(signal.len(), n_public, "{name}");
+        assert_eq!(signal, expected_public_signal(name, body), "{name}");
+        let verify = format!("/verify-{name}");
+        let v = post(server.addr, &verify, r.body.as_bytes(), PROVE_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(
+            (v.status, v.json()),
+            (200, serde_json::json!({"valid": true})),
+            "{name}"
+        );
+        // Not with another nftCommitment / paymentCommitment or tree number (inputs the
+        // reference leaves out of every constraint), nor another output commitment.
+        for i in tamper {
+            let mut forged = proof.clone();
+            forged["public_signal"][i] = serde_json::json!("12345");
+            let v = post(
+                server.addr,
+                &verify,
+                forged.to_string().as_bytes(),
+                PROVE_TIMEOUT,
+            )
+            .await
+            .unwrap();
+            assert_eq!(
+                (v.status, v.json()),
+                (200, serde_json::json!({"valid": false})),
+                "{name}: public_signal[{i}] changed"
+            );
+        }
+        responses.push(r);
+    }
+    // dvp.md's order for the join-split: nftCommitment, merkleRoots (then "0"), nullifiers
+    // (then H(0, 0)), treeNumbers (then "0"), the two output commitments, the revert.
+    let signal = expected_public_signal("join-split-enygma", &erc20);
+    assert_eq!(signal[0], j20["nftCommitment"].as_str().unwrap());
+    assert_eq!(signal[1..4], j20["merkleRoots"].as_array().unwrap()[..]);
+    assert!(signal[4..11].iter().all(|r| r == "0"));
+    let dummy = "14744269619966411208579211824598458697587494354926760081771325075741142829156";
+    assert!(signal[14..21].iter().all(|n| n == dummy));
+    for (i, tree) in j20["treeNumbers"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(signal[21 + i], tree.to_string());
+    }
+
+    let r = "21888242871839275222246405745257275088548364400416034343698204186575808495617";
+    let edit = |body: &[u8], f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = json(body);
+        f(&mut v);
+        serde_json::to_vec(&v).unwrap()
+    };
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        // 400, naming the field.
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| v["valuesIn"][0] = "007".into()),
+            400,
+            "valuesIn[0]: leading zeros are not allowed",
+        ),
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| v["valuesOut"][1] = "-1".into()),
+            400,
+            "valuesOut[1]: not a decimal number",
+        ),
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| v["merkleProofs"][0]["elements"][4] = r.into()),
+            400,
+            "merkleProofs[0].elements[4]: not below the field modulus r",
+        ),
+        (
+            "/join-split-1155",
+            edit(&erc1155, &|v| {
+                v["merkleProofs"][0]["elements"]
+                    .as_array_mut()
+                    .unwrap()
+                    .truncate(7)
+            }),
+            400,
+            "merkleProofs[0].elements: expected 8 elements, got 7",
+        ),
+        (
+            "/join-split-1155",
+            edit(&erc1155, &|v| {
+                v.as_object_mut().unwrap().remove("erc1155TokenId");
+            }),
+            400,
+            "erc1155TokenId: missing",
+        ),
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| v["treeNumbers"][0] = (-1).into()),
+            400,
+            "treeNumbers[0]: expected a non-negative JSON integer",
+        ),
+        (
+            "/ownership-721",
+            edit(&erc721, &|v| v["uid"] = "+5".into()),
+            400,
+            "uid: not a decimal number",
+        ),
+        (
+            "/ownership-721",
+            edit(&erc721, &|v| {
+                v.as_object_mut().unwrap().remove("revertSalt");
+            }),
+            400,
+            "revertSalt: missing",
+        ),
+        (
+            "/ownership-721",
+            b"[1]".to_vec(),
+            400,
+            "body: expected a JSON object",
+        ),
+        // 422, naming the rule and the field.
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| v["merkleRoots"][1] = "5".into()),
+            422,
+            "check (note in the tree) failed: merkleRoots[1]",
+        ),
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| v["valuesOut"][0] = "1".into()),
+            422,
+            "check (value conservation) failed: valuesOut",
+        ),
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| {
+                v["valuesOut"][0] = "1000000000000000000000000000000000000".into()
+            }),
+            422,
+            "check (amount below 10^36) failed: valuesOut[0]",
+        ),
+        (
+            "/join-split-enygma",
+            edit(&erc20, &|v| v["merkleProofs"][2]["indices"] = "256".into()),
+            422,
+            "check (leaf index below 256) failed: merkleProofs[2].indices",
+        ),
+        (
+            // Slot 2 spends the note of slot 1 again.
+            "/join-split-enygma",
+            edit(&erc20, &|v| {
+                for field in [
+                    "valuesIn",
+                    "keyPairsIn",
+                    "merkleProofs",
+                    "merkleRoots",
+                    "saltsIn",
+                ] {
+                    v[field][2] = v[field][1].clone();
+                }
+            }),
+            422,
+            "check (distinct nullifiers) failed: nullifiers[2]",
+        ),
+        (
+            // A dummy slot (key 0, index 0) that carries an amount.
+            "/join-split-1155",
+            edit(&erc1155, &|v| {
+                v["keyPairsIn"][0]["privateKey"] = "0".into();
+                v["merkleProofs"][0]["indices"] = "0".into();
+            }),
+            422,
+            "check (dummy slot carries no amount) failed: valuesIn[0]",
+        ),
+        (
+            // Slot 0 a written-out dummy while slot 1 spends a note: the revert would go to pk(0).
+            "/join-split-enygma",
+            edit(&erc20, &|v| {
+                let total: u128 = v["valuesIn"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .skip(1)
+                    .map(|x| x.as_str().unwrap().parse::<u128>().unwrap())
+                    .sum();
+                v["valuesIn"][0] = "0".into();
+                v["keyPairsIn"][0]["privateKey"] = "0".into();
+                v["merkleProofs"][0] =
+                    serde_json::json!({"indices": "0", "elements": vec!["0"; 8]});
+                v["merkleRoots"][0] = "0".into();
+                v["saltsIn"][0] = "0".into();
+                v["valuesOut"] = serde_json::json!([total.to_string(), "0"]);
+            }),
+            422,
+            "check (slot 0 holds a note) failed: keyPairsIn[0]",
+        ),
+        (
+            "/ownership-721",
+            edit(&erc721, &|v| v["saltIn"] = "12".into()),
+            422,
+            "check (note in the tree) failed: merkleRoot",
+        ),
+        (
+            "/ownership-721",
+            edit(&erc721, &|v| v["merkleProof"]["indices"] = "300".into()),
+            422,
+            "check (leaf index below 256) failed: merkleProof.indices",
+        ),
+    ];
+    for (path, body, status, message) in cases {
+        let resp = post(server.addr, path, &body, PROVE_TIMEOUT).await.unwrap();
+        assert_eq!(
+            (resp.status, resp.error().as_str()),
+            (status, message),
+            "{path}"
+        );
+        responses.push(resp);
+    }
+    for resp in &responses {
+        assert_no_secret(resp, &secrets);
+    }
+    let m = server.metrics().await;
+    assert_no_secret_in("the metrics", &m, &secrets);
+    assert_eq!(
+        metric(&m, "enygma_proofs_started_total"),
+        Some(3.0),
+        "invalid requests were proved"
+    );
+    for name in ["join-split-enygma", "join-split-1155", "ownership-721"] {
+        assert_eq!(
+            metric(
+                &m,
+                &format!("enygma_prove_seconds_count{{statement=\"{name}\",k=\"none\"}}")
+            ),
+            Some(1.0),
+            "{name}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let logs = server.stop();
+    for line in &logs {
+        assert_no_secret_in("a log line", line, &secrets);
+    }
+}

@@ -19,6 +19,7 @@
 //! inputs type and its circuit struct; the registry erases their types ([`AnyStatement`]), so
 //! the server, the CLI and the load generator never name them.
 
+pub mod dvp;
 pub mod payment;
 
 use std::{any::Any, fmt, ops::RangeInclusive};
@@ -32,7 +33,14 @@ use crate::{request::RequestError, ProveError};
 
 /// Every statement the service proves, in the order listings use (`enygma info`, `setup`,
 /// metrics). One entry per statement; see the module documentation.
-pub static ALL: &[&dyn AnyStatement] = &[&payment::TRANSFER, &payment::DEPOSIT, &payment::WITHDRAW];
+pub static ALL: &[&dyn AnyStatement] = &[
+    &payment::TRANSFER,
+    &payment::DEPOSIT,
+    &payment::WITHDRAW,
+    &dvp::join_split::JOIN_SPLIT_ENYGMA,
+    &dvp::join_split::JOIN_SPLIT_1155,
+    &dvp::ownership::OWNERSHIP_721,
+];
 
 /// The statement the CLI uses when `--circuit` is not given: the reference's main one.
 pub const DEFAULT_STATEMENT: &str = "transfer";
@@ -74,6 +82,10 @@ pub trait Statement: Send + Sync + 'static {
 
     /// Strict parse of a request body: HTTP 400, the message names the field, never a value.
     fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<Self::Inputs, RequestError>;
+
+    /// JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1) of a request body for size `k`:
+    /// field names, decimal-string patterns, array lengths. The OpenAPI document is built from it.
+    fn request_schema(&self, k: Option<usize>) -> serde_json::Value;
 
     /// The statement's rules, evaluated natively before any proving work: HTTP 422, the
     /// message names the rule (and where it helps a public field), never a secret value.
@@ -164,6 +176,7 @@ pub trait AnyStatement: Send + Sync + 'static {
     fn num_public_inputs(&self, k: Option<usize>) -> usize;
     /// [`Statement::parse`] then [`Statement::check`].
     fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError>;
+    fn request_schema(&self, k: Option<usize>) -> Value;
     fn circuit_for_setup(&self, k: Option<usize>) -> Circuit;
     /// `None` if `inputs` are another statement's.
     fn circuit_for_proving(&self, inputs: &Inputs) -> Option<Circuit>;
@@ -196,6 +209,10 @@ impl<S: Statement> AnyStatement for Entry<S> {
             .check(&inputs)
             .map_err(ProveError::CheckFailed)?;
         Ok(Box::new(inputs))
+    }
+
+    fn request_schema(&self, k: Option<usize>) -> Value {
+        self.statement.request_schema(k)
     }
 
     fn circuit_for_setup(&self, k: Option<usize>) -> Circuit {
@@ -371,6 +388,11 @@ impl Instance {
 
     pub fn circuit_for_setup(&self) -> Circuit {
         self.statement.circuit_for_setup(self.k)
+    }
+
+    /// The JSON Schema of this instance's request body.
+    pub fn request_schema(&self) -> Value {
+        self.statement.request_schema(self.k)
     }
 
     /// A valid request body of this instance.
@@ -576,7 +598,7 @@ mod tests {
     #[test]
     fn the_payment_statements_keep_their_names_routes_and_files() {
         let stems: Vec<String> = instances().map(|i| i.key_stem()).collect();
-        assert_eq!(stems.len(), 15);
+        assert_eq!(stems.len(), 18);
         assert_eq!(stems[0], "transfer-k2");
         assert_eq!(stems[14], "withdraw-k6");
         let t6 = instance("transfer", Some(6)).unwrap();
@@ -593,6 +615,46 @@ mod tests {
         assert_eq!(w2.num_public_inputs(), 8 * 2 + 12);
         assert_eq!(by_stem(DEFAULT_INSTANCE).unwrap(), t6);
         assert!(by_name(DEFAULT_STATEMENT).is_some());
+    }
+
+    /// The reference's DvP paths, names without sizes, valid Solidity contract names.
+    #[test]
+    fn the_dvp_statements_have_the_references_paths() {
+        let stems: Vec<String> = instances().skip(15).map(|i| i.key_stem()).collect();
+        assert_eq!(
+            stems,
+            ["join-split-enygma", "join-split-1155", "ownership-721"]
+        );
+        for (stem, contract, public) in [
+            ("join-split-enygma", "EnygmaJoinSplitEnygmaVerifier", 34),
+            ("join-split-1155", "EnygmaJoinSplit1155Verifier", 34),
+            ("ownership-721", "EnygmaOwnership721Verifier", 6),
+        ] {
+            let i = by_stem(stem).unwrap();
+            assert_eq!(i, instance(stem, None).unwrap());
+            assert_eq!(i.k(), None);
+            assert_eq!(i.prove_path(), format!("/{stem}"));
+            assert_eq!(i.verify_path(), format!("/verify-{stem}"));
+            assert_eq!(i.contract_name(), contract);
+            assert_eq!(i.num_public_inputs(), public);
+            assert_eq!(
+                i.development_seed_text(),
+                format!("enygma-prover development keys v1: {stem}")
+            );
+            assert_eq!(
+                instance(stem, Some(2)).unwrap_err(),
+                format!("{stem} has no size k")
+            );
+        }
+        assert_eq!(
+            stems_of("join-split-enygma,ownership-721"),
+            ["join-split-enygma", "ownership-721"]
+        );
+        assert!(match_path("/join-split-enygma-2").is_none());
+    }
+
+    fn stems_of(list: &str) -> Vec<String> {
+        stems(&resolve_list(list).unwrap())
     }
 
     #[test]

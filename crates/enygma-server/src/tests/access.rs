@@ -342,11 +342,11 @@ async fn bearer_tokens_guard_every_route_but_the_probes() {
     );
     // Unknown paths: 401 without a token (no route discovery), 404 with one.
     assert_eq!(
-        send("GET", "/join-split-enygma", None, vec![]).await.status,
+        send("GET", "/join-split-erc20", None, vec![]).await.status,
         401
     );
     assert_eq!(
-        send("GET", "/join-split-enygma", Some(api.clone()), vec![])
+        send("GET", "/join-split-erc20", Some(api.clone()), vec![])
             .await
             .status,
         404

@@ -80,7 +80,8 @@ pub const OUTPUTS: usize = 2;
 /// revert commitment: 34.
 pub const NUM_PUBLIC_INPUTS: usize = 1 + 3 * INPUT_SLOTS + OUTPUTS + 1;
 
-/// Which join-split: each has its own keys and route.
+/// Which join-split: the token standard its notes hold. The statements' names, routes and keys
+/// belong to the prover's statement registry (`enygma_prover::statements`), not to this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TokenKind {
     Erc20,
@@ -89,23 +90,15 @@ pub enum TokenKind {
 
 impl TokenKind {
     pub const ALL: [TokenKind; 2] = [TokenKind::Erc20, TokenKind::Erc1155];
-
-    /// The statement's name, as in key file names, metric labels and the CLI.
-    pub fn name(self) -> &'static str {
-        match self {
-            TokenKind::Erc20 => "join-split-erc20",
-            TokenKind::Erc1155 => "join-split-erc1155",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<TokenKind> {
-        TokenKind::ALL.into_iter().find(|kind| kind.name() == name)
-    }
 }
 
+/// The token standard (`ERC-20`), for test and error messages.
 impl fmt::Display for TokenKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(match self {
+            TokenKind::Erc20 => "ERC-20",
+            TokenKind::Erc1155 => "ERC-1155",
+        })
     }
 }
 

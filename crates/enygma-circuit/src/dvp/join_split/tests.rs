@@ -189,10 +189,6 @@ fn generated_inputs_pass_every_rule() {
             assert_eq!(t.public_inputs().len(), NUM_PUBLIC_INPUTS);
         }
     }
-    assert_eq!(
-        TokenKind::from_name("join-split-erc1155"),
-        Some(TokenKind::Erc1155)
-    );
 }
 
 /// The rule that `edit` breaks, with its message.

@@ -37,9 +37,6 @@ use crate::{
     Fr,
 };
 
-/// The statement's name, as in key file names, metric labels and the CLI.
-pub const NAME: &str = "ownership-erc721";
-
 /// `payment_commitment`, `merkle_root`, `nullifier`, `tree_number`, `commitment_out`,
 /// `revert_commitment`.
 pub const NUM_PUBLIC_INPUTS: usize = 6;

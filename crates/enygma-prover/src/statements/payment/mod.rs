@@ -71,6 +71,10 @@ impl Statement for Payment {
         request::parse_request(self.0, size(k), body)
     }
 
+    fn request_schema(&self, k: Option<usize>) -> Value {
+        request::request_schema(self.0, size(k))
+    }
+
     fn check(&self, inputs: &PaymentInputs) -> Result<(), String> {
         inputs.check().map(|_sender| ()).map_err(|c| c.to_string())
     }

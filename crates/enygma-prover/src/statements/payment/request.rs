@@ -20,7 +20,9 @@ use enygma_circuit::{
 };
 use serde_json::{Map, Value};
 
-use crate::request::{error, parse_field_element, to_decimal, RequestError};
+use crate::request::{
+    error, parse_array, parse_field_element, parse_object, schema, to_decimal, RequestError,
+};
 
 struct Fields<'a> {
     object: &'a Map<String, Value>,
@@ -36,40 +38,17 @@ impl<'a> Fields<'a> {
         parse_field_element(name, self.get(name)?)
     }
 
-    fn array_of<T>(
-        &self,
-        name: &str,
-        len: usize,
-        value: &'a Value,
-        item: impl Fn(&str, &'a Value) -> Result<T, RequestError>,
-    ) -> Result<Vec<T>, RequestError> {
-        let items = value
-            .as_array()
-            .ok_or_else(|| error(name, "expected an array"))?;
-        if items.len() != len {
-            return Err(error(
-                name,
-                format!("expected {len} elements, got {}", items.len()),
-            ));
-        }
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| item(&format!("{name}[{i}]"), v))
-            .collect()
-    }
-
     fn scalars(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
-        self.array_of(name, self.k, self.get(name)?, parse_field_element)
+        parse_array(name, self.k, self.get(name)?, parse_field_element)
     }
 
     fn slots(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
-        self.array_of(name, WITHDRAW_SLOTS, self.get(name)?, parse_field_element)
+        parse_array(name, WITHDRAW_SLOTS, self.get(name)?, parse_field_element)
     }
 
     fn points(&self, name: &str) -> Result<Vec<(Fr, Fr)>, RequestError> {
-        self.array_of(name, self.k, self.get(name)?, |field, v| {
-            let xy = self.array_of(field, 2, v, parse_field_element)?;
+        parse_array(name, self.k, self.get(name)?, |field, v| {
+            let xy = parse_array(field, 2, v, parse_field_element)?;
             Ok((xy[0], xy[1]))
         })
     }
@@ -82,14 +61,8 @@ pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<PaymentInputs, Re
 
 /// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`.
 pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        // serde_json's syntax errors give a position, never the input's text.
-        error("body", format!("malformed JSON ({e})"))
-    })?;
-    let object = value
-        .as_object()
-        .ok_or_else(|| error("body", "expected a JSON object"))?;
-    let f = Fields { object, k };
+    let object = parse_object(body)?;
+    let f = Fields { object: &object, k };
     Ok(PaymentInputs {
         sender_id: f.scalar("sender_id")?,
         anonymity_set: f.scalars("anonymity_set")?,
@@ -124,6 +97,51 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
             }),
         },
     })
+}
+
+/// The JSON Schema of a `kind` request for size `k`: the fields [`parse_request`] reads, every
+/// one required, with their array lengths.
+pub fn request_schema(kind: Kind, k: usize) -> Value {
+    let decimal = schema::decimal;
+    let scalars = || schema::array(decimal(), k);
+    let slots = || schema::array(decimal(), WITHDRAW_SLOTS);
+    let points = || schema::array(schema::array(decimal(), 2), k);
+    let mut properties = vec![
+        ("sender_id", decimal()),
+        ("anonymity_set", scalars()),
+        ("secret_key", decimal()),
+        ("shared_secrets", scalars()),
+        ("hashed_shared_secrets", scalars()),
+        ("public_keys", scalars()),
+        ("previous_sender_balance", decimal()),
+        ("previous_sender_random_value", decimal()),
+        ("previous_commits", points()),
+        ("tx_commits", points()),
+        ("tx_values", scalars()),
+        ("tx_random_values", scalars()),
+        ("sender_tx_value", decimal()),
+        ("nullifier", decimal()),
+        ("block_number", decimal()),
+        ("message_tags", scalars()),
+    ];
+    match kind {
+        Kind::Transfer => {}
+        Kind::Deposit => properties.extend([
+            ("hash", decimal()),
+            ("pk", decimal()),
+            ("address", decimal()),
+            ("saltOut", decimal()),
+        ]),
+        Kind::Withdraw => properties.extend([
+            ("hashes", slots()),
+            ("sk_deposits", slots()),
+            ("v_per_deposit", slots()),
+            ("address", decimal()),
+            ("saltsIn", slots()),
+        ]),
+    }
+    let required: Vec<&str> = properties.iter().map(|(name, _)| *name).collect();
+    schema::object(properties, &required)
 }
 
 /// The request body for `inputs`, in the reference's field names: what `enygma gen-request`
