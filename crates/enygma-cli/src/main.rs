@@ -64,6 +64,11 @@ enum Command {
         circuit: CircuitArgs,
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
         keys_dir: PathBuf,
+        /// Build the instance's fixed-base MSM tables first and prove with them, as
+        /// `enygma-server --precompute` does (the same proof, faster; the tables take seconds
+        /// to build and their size is logged).
+        #[arg(long)]
+        precompute: bool,
     },
     /// Verify a response (a file, or -) against the verifying key of the statement instance
     /// given. Exits 0 only if valid.
@@ -226,12 +231,16 @@ fn run(cli: Cli) -> Result<()> {
             input,
             circuit: CircuitArgs { circuit, k },
             keys_dir,
+            precompute,
         } => {
             let body = read_input(&input)?;
             let instance = instance_of(&circuit, k, request_size(&circuit, &body))?;
             // Refuse bad requests before loading any key.
             let prepared = enygma_prover::prepare(instance, &body)?;
-            let prover = load_prover(&keys_dir, &[instance])?;
+            let mut prover = load_prover(&keys_dir, &[instance])?;
+            if precompute {
+                prover.precompute(&[instance])?;
+            }
             let (response, timings) = prover.prove(&prepared)?;
             eprintln!(
                 "{instance}: witness {:?}, prove {:?}",
@@ -295,8 +304,12 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 for CircuitShape { instance, info, .. } in &shapes {
                     println!(
-                        "{instance}: {} constraints, {} witness variables, {} public inputs",
-                        info.constraints, info.witness_variables, info.public_inputs
+                        "{instance}: {} constraints, {} witness variables, {} public inputs, \
+                         precomputed MSM tables {:.1} MiB",
+                        info.constraints,
+                        info.witness_variables,
+                        info.public_inputs,
+                        info.precomputed_table_bytes as f64 / (1 << 20) as f64
                     );
                 }
             }

@@ -63,6 +63,13 @@ impl<P: SWCurveConfig<ScalarField = Fr>> PrecomputedBases<P> {
         Self::with_window(bases, precomputed_window_bits(bases.len()))
     }
 
+    /// The bytes [`PrecomputedBases::new`] will hold for `n` bases, known before building it
+    /// (so that a server can log, and an operator plan, the memory of its tables).
+    pub fn memory_bytes_for(n: usize) -> usize {
+        let windows = FOLDED_BITS / precomputed_window_bits(n) + 1;
+        n * windows * std::mem::size_of::<Affine<P>>()
+    }
+
     /// The table for `bases` with window width `c` in `2..=16`: `FOLDED_BITS / c + 1` points
     /// per base. Bases may be the identity.
     pub fn with_window(bases: &[Affine<P>], c: usize) -> Self {
@@ -74,7 +81,7 @@ impl<P: SWCurveConfig<ScalarField = Fr>> PrecomputedBases<P> {
         );
         // Jacobian doublings, normalised a chunk at a time so that one inversion serves
         // `256 × windows` points and the Jacobian copies stay small.
-        let table = bases
+        let mut table = bases
             .par_chunks(256)
             .flat_map_iter(|chunk| {
                 let mut shifted = Vec::with_capacity(chunk.len() * windows);
@@ -91,7 +98,9 @@ impl<P: SWCurveConfig<ScalarField = Fr>> PrecomputedBases<P> {
                 }
                 Projective::normalize_batch(&shifted)
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // Kept as long as the key: no spare capacity (and `memory_bytes_for` stays exact).
+        table.shrink_to_fit();
         Self {
             c,
             windows,
@@ -345,6 +354,9 @@ mod tests {
                 table.memory_bytes(),
                 5 * windows * std::mem::size_of::<Affine<P>>()
             );
+            if c == precomputed_window_bits(5) {
+                assert_eq!(table.memory_bytes(), PrecomputedBases::<P>::memory_bytes_for(5));
+            }
             for (i, base) in bases.iter().enumerate() {
                 for j in 0..windows {
                     let shift = Fr::from(2u64).pow([(c * j) as u64]);
@@ -399,6 +411,32 @@ mod tests {
         assert_eq!(
             msm_precomputed(&table, &scalars[..20]),
             msm(&bases[..20], &scalars[..20])
+        );
+    }
+
+    /// The size announced before building is the size held after, at the widths the cost
+    /// model picks for small and large tables (built for G1 only up to 3,000 bases, to stay quick).
+    #[test]
+    fn memory_bytes_for_is_what_the_table_holds() {
+        let mut rng = ChaCha20Rng::seed_from_u64(29);
+        let bases = random_bases::<ark_bn254::g1::Config>(3000, &mut rng);
+        for n in [0, 1, 7, 300, 3000] {
+            let table = PrecomputedBases::new(&bases[..n]);
+            assert_eq!(
+                table.memory_bytes(),
+                PrecomputedBases::<ark_bn254::g1::Config>::memory_bytes_for(n),
+                "n = {n}"
+            );
+        }
+        let g2 = random_bases::<ark_bn254::g2::Config>(50, &mut rng);
+        assert_eq!(
+            PrecomputedBases::new(&g2).memory_bytes(),
+            PrecomputedBases::<ark_bn254::g2::Config>::memory_bytes_for(50)
+        );
+        // A k=6 transfer's H table: 2^15 - 1 bases at c = 16, 16 affine points each.
+        assert_eq!(
+            PrecomputedBases::<ark_bn254::g1::Config>::memory_bytes_for((1 << 15) - 1),
+            ((1 << 15) - 1) * 16 * std::mem::size_of::<ark_bn254::G1Affine>()
         );
     }
 

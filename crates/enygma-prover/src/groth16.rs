@@ -30,7 +30,10 @@ use enygma_circuit::{
 use enygma_msm::{msm_precomputed, PrecomputedBases};
 use rayon::prelude::*;
 
-use crate::qap;
+use crate::{
+    matrix::{CompactMatrix, Rows},
+    qap,
+};
 
 type Scalar = <Fr as PrimeField>::BigInt;
 
@@ -132,6 +135,18 @@ impl PrecomputedQueries {
         }
     }
 
+    /// The bytes [`PrecomputedQueries::new`] will hold for `pk`, known before building.
+    pub fn memory_bytes_for(pk: &ProvingKey<Bn254>) -> usize {
+        let g1 = PrecomputedBases::<g1::Config>::memory_bytes_for;
+        let g2 = PrecomputedBases::<g2::Config>::memory_bytes_for;
+        let without_constant = |n: usize| n.saturating_sub(1);
+        g1(without_constant(pk.a_query.len()))
+            + g1(without_constant(pk.b_g1_query.len()))
+            + g2(without_constant(pk.b_g2_query.len()))
+            + g1(pk.h_query.len())
+            + g1(pk.l_query.len())
+    }
+
     /// Bytes held by the five tables.
     pub fn memory_bytes(&self) -> usize {
         self.a.memory_bytes()
@@ -171,11 +186,11 @@ impl PrecomputedQueries {
 /// The arguments are those of ark-groth16's `create_proof_with_reduction_and_matrices`, and
 /// the proof is the one it returns for them.
 #[allow(clippy::too_many_arguments)]
-pub fn create_proof(
+pub fn create_proof<M: Rows>(
     pk: &ProvingKey<Bn254>,
     r: Fr,
     s: Fr,
-    matrices: &[Matrix<Fr>],
+    matrices: &[M],
     num_instance_variables: usize,
     num_constraints: usize,
     full_assignment: &[Fr],
@@ -197,12 +212,12 @@ pub fn create_proof(
 /// [`create_proof`], with the enygma MSMs over `tables` (built from `pk` by
 /// [`PrecomputedQueries::new`]) when given: the same proof, faster.
 #[allow(clippy::too_many_arguments)]
-pub fn create_proof_with_tables(
+pub fn create_proof_with_tables<M: Rows>(
     pk: &ProvingKey<Bn254>,
     tables: Option<&PrecomputedQueries>,
     r: Fr,
     s: Fr,
-    matrices: &[Matrix<Fr>],
+    matrices: &[M],
     num_instance_variables: usize,
     num_constraints: usize,
     full_assignment: &[Fr],
@@ -307,12 +322,29 @@ pub fn create_proof_with_tables(
 }
 
 /// A circuit's R1CS as the prover needs it: the matrices `[A, B, C]` and its sizes.
-pub struct R1cs {
-    pub matrices: Vec<Matrix<Fr>>,
+pub struct R1cs<M = Matrix<Fr>> {
+    pub matrices: Vec<M>,
     /// Instance variables including the constant 1.
     pub num_instance_variables: usize,
     pub num_witness_variables: usize,
     pub num_constraints: usize,
+}
+
+impl R1cs {
+    /// The same R1CS with its matrices in the compact form kept for the life of a prover
+    /// ([`CompactMatrix`]); the ark-relations form is freed.
+    pub fn compact(self) -> Result<R1cs<CompactMatrix>, SynthesisError> {
+        Ok(R1cs {
+            matrices: self
+                .matrices
+                .iter()
+                .map(CompactMatrix::new)
+                .collect::<Result<_, _>>()?,
+            num_instance_variables: self.num_instance_variables,
+            num_witness_variables: self.num_witness_variables,
+            num_constraints: self.num_constraints,
+        })
+    }
 }
 
 /// The R1CS of a circuit, from a setup-mode synthesis, oriented as the keys of
@@ -610,7 +642,9 @@ mod tests {
                 MsmBackend::Enygma,
             )
         };
-        assert!(prove(&PrecomputedQueries::new(&pk)).is_ok());
+        let tables = PrecomputedQueries::new(&pk);
+        assert_eq!(tables.memory_bytes(), PrecomputedQueries::memory_bytes_for(&pk));
+        assert!(prove(&tables).is_ok());
         let wrong = PrecomputedQueries::new(&other);
         assert!(matches!(prove(&wrong), Err(SynthesisError::Unsatisfiable)));
     }

@@ -11,6 +11,7 @@
 pub mod fft;
 pub mod groth16;
 pub mod keys;
+pub mod matrix;
 pub mod qap;
 pub mod request;
 pub mod statements;
@@ -74,18 +75,22 @@ pub struct CircuitInfo {
     pub constraints: usize,
     pub witness_variables: usize,
     pub public_inputs: usize,
+    /// Bytes of the fixed-base MSM tables of this instance's proving key, when precomputed
+    /// (`enygma-server --precompute`).
+    pub precomputed_table_bytes: usize,
 }
 
 /// The constraint matrices of one instance, built once in setup mode.
 pub struct CircuitShape {
     pub instance: Instance,
     pub info: CircuitInfo,
-    r1cs: groth16::R1cs,
+    r1cs: groth16::R1cs<matrix::CompactMatrix>,
 }
 
 impl CircuitShape {
     pub fn build(instance: Instance) -> Result<Self, ProveError> {
         let r1cs = groth16::r1cs(instance.circuit_for_setup())
+            .and_then(groth16::R1cs::compact)
             .map_err(|e| ProveError::Internal(format!("{instance} synthesis: {e}")))?;
         Ok(Self {
             instance,
@@ -95,10 +100,28 @@ impl CircuitShape {
                 constraints: r1cs.num_constraints,
                 witness_variables: r1cs.num_witness_variables,
                 public_inputs: r1cs.num_instance_variables - 1,
+                precomputed_table_bytes: precomputed_table_bytes(&r1cs),
             },
             r1cs,
         })
     }
+
+    /// Heap bytes of the constraint matrices kept for proving.
+    pub fn matrix_bytes(&self) -> usize {
+        self.r1cs.matrices.iter().map(|m| m.memory_bytes()).sum()
+    }
+}
+
+/// What [`groth16::PrecomputedQueries::memory_bytes_for`] gives for the proving key of `r1cs`,
+/// from the sizes of its queries: A, B (G1 and G2) over every variable but the constant, L over
+/// the witness, H over the QAP domain less one.
+fn precomputed_table_bytes<M>(r1cs: &groth16::R1cs<M>) -> usize {
+    use enygma_msm::PrecomputedBases;
+    let g1 = PrecomputedBases::<ark_bn254::g1::Config>::memory_bytes_for;
+    let g2 = PrecomputedBases::<ark_bn254::g2::Config>::memory_bytes_for;
+    let variables = r1cs.num_instance_variables + r1cs.num_witness_variables - 1;
+    let domain = (r1cs.num_constraints + r1cs.num_instance_variables).next_power_of_two();
+    2 * g1(variables) + g2(variables) + g1(domain - 1) + g1(r1cs.num_witness_variables)
 }
 
 /// Everything needed to prove and verify one instance.
@@ -106,11 +129,28 @@ pub struct CircuitKeys {
     pub shape: CircuitShape,
     pub proving_key: ProvingKey<Bn254>,
     prepared_vk: PreparedVerifyingKey<Bn254>,
+    /// Fixed-base tables of the proving key's MSM bases, when precomputed
+    /// ([`Prover::precompute`]): proofs take 0.67-0.77x the time for about `(D + 5V)` KiB
+    /// (`benches/results/2026-12-03-msm-techniques.md`).
+    tables: Option<groth16::PrecomputedQueries>,
 }
 
 impl CircuitKeys {
     pub fn verifying_key(&self) -> &VerifyingKey<Bn254> {
         &self.proving_key.vk
+    }
+
+    /// Bytes the precomputed MSM tables of this instance hold, or would hold once built.
+    pub fn precomputed_table_bytes(&self) -> usize {
+        self.tables.as_ref().map_or_else(
+            || groth16::PrecomputedQueries::memory_bytes_for(&self.proving_key),
+            groth16::PrecomputedQueries::memory_bytes,
+        )
+    }
+
+    /// Whether proofs of this instance use precomputed MSM tables.
+    pub fn is_precomputed(&self) -> bool {
+        self.tables.is_some()
     }
 
     /// Loads the keys of `instance` from `dir`, creating development keys if the proving key is
@@ -173,13 +213,24 @@ impl CircuitKeys {
                 variables
             )));
         }
+        debug_assert_eq!(
+            shape.info.precomputed_table_bytes,
+            groth16::PrecomputedQueries::memory_bytes_for(&proving_key),
+            "the table sizes enygma info reports are the key's"
+        );
         let prepared_vk = ark_groth16::prepare_verifying_key(&proving_key.vk);
         Ok(Self {
             shape,
             proving_key,
             prepared_vk,
+            tables: None,
         })
     }
+}
+
+/// Bytes in MiB with one decimal, for log fields.
+fn mib(bytes: usize) -> f64 {
+    (bytes as f64 / (1 << 20) as f64 * 10.0).round() / 10.0
 }
 
 /// A malformed proof response, as a 400 that names its field.
@@ -284,6 +335,48 @@ impl Prover {
         Ok(Self { circuits })
     }
 
+    /// Builds the fixed-base MSM tables of `instances` ([`groth16::PrecomputedQueries`]), so
+    /// that their proofs use them; on the current rayon pool, seconds per instance. Each
+    /// table's size is logged before it is built, and the total after. An instance that is not
+    /// loaded is an error (naming it); one already precomputed is left as it is.
+    pub fn precompute(&mut self, instances: &[Instance]) -> Result<(), ProveError> {
+        if let Some(missing) = instances.iter().find(|&&i| self.circuit(i).is_none()) {
+            return Err(ProveError::Internal(format!(
+                "cannot precompute the tables of {missing}: its keys are not loaded"
+            )));
+        }
+        let mut total = 0;
+        for keys in self
+            .circuits
+            .iter_mut()
+            .filter(|c| instances.contains(&c.shape.instance) && c.tables.is_none())
+        {
+            let bytes = keys.precomputed_table_bytes();
+            let started = Instant::now();
+            tracing::info!(
+                circuit = %keys.shape.instance,
+                table_mib = mib(bytes),
+                "building precomputed MSM tables"
+            );
+            keys.tables = Some(groth16::PrecomputedQueries::new(&keys.proving_key));
+            total += bytes;
+            tracing::info!(
+                circuit = %keys.shape.instance,
+                table_mib = mib(bytes),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "precomputed MSM tables built"
+            );
+        }
+        if !instances.is_empty() {
+            tracing::info!(
+                circuits = instances.len(),
+                table_mib = mib(total),
+                "precomputed MSM tables ready"
+            );
+        }
+        Ok(())
+    }
+
     /// The instances whose keys are loaded.
     pub fn instances(&self) -> impl Iterator<Item = Instance> + '_ {
         self.circuits.iter().map(|c| c.shape.instance)
@@ -311,6 +404,18 @@ impl Prover {
     /// verified before it is returned: a prover bug surfaces as an internal error, never as an
     /// invalid proof.
     pub fn prove(&self, prepared: &Prepared) -> Result<(ProofResponse, ProveTimings), ProveError> {
+        self.prove_with_rng(prepared, &mut rand::thread_rng())
+    }
+
+    /// [`Prover::prove`] with the proof's randomness `r` and `s` drawn from `rng`, which must be
+    /// a cryptographic generator never seeded twice alike: a proof's `r` and `s` hide the
+    /// witness. A seeded generator is for tests only (the same seed gives the same proof, with
+    /// or without precomputed tables).
+    pub fn prove_with_rng<R: rand::RngCore + rand::CryptoRng>(
+        &self,
+        prepared: &Prepared,
+        rng: &mut R,
+    ) -> Result<(ProofResponse, ProveTimings), ProveError> {
         let keys = self.keys(prepared.instance)?;
         let shape = &keys.shape;
         let started = Instant::now();
@@ -320,12 +425,12 @@ impl Prover {
         let witness = started.elapsed();
 
         let started = Instant::now();
-        let mut rng = rand::thread_rng();
-        let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
+        let (r, s) = (Fr::rand(rng), Fr::rand(rng));
         // Our assembly of ark-groth16's proof (the same proof for the same r and s, tested in
         // `groth16`), with enygma-msm's MSMs running concurrently on the caller's pool.
-        let (proof, _phases) = groth16::create_proof(
+        let (proof, _phases) = groth16::create_proof_with_tables(
             &keys.proving_key,
+            keys.tables.as_ref(),
             r,
             s,
             &shape.r1cs.matrices,

@@ -17,13 +17,13 @@
 //! which is why the development keys are made, and proofs computed, with it alone.
 
 use ark_ff::{FftField, Field, One, PrimeField, Zero};
-use ark_groth16::r1cs_to_qap::{evaluate_constraint, LibsnarkReduction, R1CSToQAP};
+use ark_groth16::r1cs_to_qap::{LibsnarkReduction, R1CSToQAP};
 use ark_poly::EvaluationDomain;
 use ark_relations::gr1cs::{ConstraintSystemRef, Matrix, SynthesisError, R1CS_PREDICATE_LABEL};
 use enygma_circuit::Fr;
 use rayon::prelude::*;
 
-use crate::fft::CosetFft;
+use crate::{fft::CosetFft, matrix::Rows};
 
 /// Groth16 over BN254 with the keys and proofs of [`OrientedReduction`].
 pub type Groth16 = ark_groth16::Groth16<ark_bn254::Bn254, OrientedReduction>;
@@ -87,8 +87,8 @@ fn oriented_matrices<F: PrimeField>(
 /// (what [`OrientedReduction::witness_map_from_matrices`] returns, bit for bit) with the
 /// transforms of [`crate::fft`], the three polynomials transformed concurrently when the pool
 /// has threads to spare.
-pub fn witness_map(
-    matrices: &[Matrix<Fr>],
+pub fn witness_map<M: Rows>(
+    matrices: &[M],
     num_inputs: usize,
     num_constraints: usize,
     full_assignment: &[Fr],
@@ -97,15 +97,15 @@ pub fn witness_map(
         .checked_next_power_of_two()
         .ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
     let fft = CosetFft::for_size(n).ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
-    if matrices.len() != 3 || matrices.iter().any(|m| m.len() != num_constraints) {
+    if matrices.len() != 3 || matrices.iter().any(|m| m.num_rows() != num_constraints) {
         return Err(SynthesisError::Unsatisfiable);
     }
-    let evaluate = |matrix: &Matrix<Fr>| {
+    let evaluate = |matrix: &M| {
         let mut values = vec![Fr::zero(); n];
         values[..num_constraints]
             .par_iter_mut()
-            .zip(&matrix[..num_constraints])
-            .for_each(|(value, row)| *value = evaluate_constraint(row, full_assignment));
+            .enumerate()
+            .for_each(|(row, value)| *value = matrix.evaluate(row, full_assignment));
         values
     };
     let mut a = evaluate(&matrices[0]);
@@ -319,6 +319,10 @@ mod tests {
     fn witness_map_is_libsnarks() {
         let (setup, proving) = sample_transfer(3, &mut ChaCha20Rng::seed_from_u64(8));
         let shape = r1cs(setup).unwrap();
+        let compact = r1cs(sample_transfer(3, &mut ChaCha20Rng::seed_from_u64(8)).0)
+            .unwrap()
+            .compact()
+            .unwrap();
         let honest = full_assignment(proving).unwrap();
         let mut forged = honest.clone();
         forged[shape.num_instance_variables + 5] += Fr::from(1u64);
@@ -349,6 +353,17 @@ mod tests {
                     })
                     .unwrap();
                 assert!(h == expected, "h differs on {threads} thread(s)");
+                let h = pool
+                    .install(|| {
+                        witness_map(
+                            &compact.matrices,
+                            shape.num_instance_variables,
+                            shape.num_constraints,
+                            &assignment,
+                        )
+                    })
+                    .unwrap();
+                assert!(h == expected, "compact: h differs on {threads} thread(s)");
             }
         }
         // Matrices of another circuit are refused, not read past their end.

@@ -456,3 +456,45 @@ fn a_prover_for_some_instances_proves_those_only() {
         "internal error: the keys of deposit-k2 are not loaded"
     );
 }
+
+#[test]
+fn precomputed_tables_give_the_same_proof_for_the_same_randomness() {
+    use rand_chacha::ChaCha20Rng;
+    let t2 = instance(Kind::Transfer, 2);
+    let keys_dir = repo().join("keys");
+    let plain = Prover::load(&keys_dir, &[t2], keys::MissingKeys::Create).unwrap();
+    let mut tabled = Prover::load(&keys_dir, &[t2], keys::MissingKeys::Create).unwrap();
+    let announced = tabled.circuit(t2).unwrap().precomputed_table_bytes();
+    assert!(!tabled.circuit(t2).unwrap().is_precomputed());
+    tabled.precompute(&[t2]).unwrap();
+    let keys = tabled.circuit(t2).unwrap();
+    assert!(keys.is_precomputed());
+    assert_eq!(keys.precomputed_table_bytes(), announced);
+    assert_eq!(
+        keys.shape.info.precomputed_table_bytes, announced,
+        "what `enygma info` reports"
+    );
+    // A k=2 transfer: 2^14 - 1 bases of H, ~12,200 variables in A, B and L, about 16 points
+    // of 64 bytes (G1) or 128 (G2) per base: ~80 MiB.
+    assert!((50 << 20..120 << 20).contains(&announced), "{announced}");
+
+    let prepared = prepare(t2, &sample("transfer-k2.json")).unwrap();
+    let seeded = || ChaCha20Rng::seed_from_u64(7);
+    let (expected, _) = plain.prove_with_rng(&prepared, &mut seeded()).unwrap();
+    let (proof, _) = tabled.prove_with_rng(&prepared, &mut seeded()).unwrap();
+    assert_eq!(
+        serde_json::to_string(&proof).unwrap(),
+        serde_json::to_string(&expected).unwrap(),
+        "the tables change how the MSMs are computed, not their sums"
+    );
+    assert!(plain.verify(t2, &proof).unwrap() && tabled.verify(t2, &proof).unwrap());
+    // Fresh randomness: another proof of the same statement, valid too.
+    let (fresh, _) = tabled.prove(&prepared).unwrap();
+    assert_ne!(fresh.pi_a, proof.pi_a);
+    assert_eq!(fresh.public_signal, proof.public_signal);
+    assert!(plain.verify(t2, &fresh).unwrap());
+
+    let t3 = instance(Kind::Transfer, 3);
+    let err = tabled.precompute(&[t3]).unwrap_err().to_string();
+    assert!(err.contains("transfer-k3") && err.contains("not loaded"), "{err}");
+}

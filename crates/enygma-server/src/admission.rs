@@ -296,9 +296,46 @@ fn build_pool(threads: usize, name: String) -> Result<rayon::ThreadPool, String>
         .map_err(|e| format!("cannot start a prove pool: {e}"))
 }
 
+/// A pool whose thread `i` runs on `cpus[i]` only ([`crate::affinity`]). Each thread pins
+/// itself as it starts; the pinning is then read back from every thread, so a CPU the kernel
+/// refuses stops the start instead of leaving a thread unpinned.
+fn build_pinned_pool(name: String, cpus: Vec<usize>) -> Result<rayon::ThreadPool, String> {
+    let wanted = cpus.clone();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cpus.len())
+        .thread_name({
+            let name = name.clone();
+            move |i| format!("{name}-{i}")
+        })
+        .start_handler(move |i| {
+            if let Err(e) = crate::affinity::pin_current_thread(cpus[i]) {
+                tracing::error!(cpu = cpus[i], error = %e, "cannot pin a prove thread");
+            }
+        })
+        .build()
+        .map_err(|e| format!("cannot start a prove pool: {e}"))?;
+    let seen = pool.broadcast(|ctx| (ctx.index(), crate::affinity::current_thread_cpus()));
+    for (i, cpus) in seen {
+        match cpus {
+            Ok(cpus) if cpus == [wanted[i]] => {}
+            Ok(cpus) => {
+                return Err(format!(
+                    "--pin-cpus: thread {name}-{i} runs on CPUs {} instead of {} only",
+                    crate::affinity::list(&cpus),
+                    wanted[i]
+                ))
+            }
+            Err(e) => return Err(format!("--pin-cpus: cannot read back {name}-{i}'s CPUs: {e}")),
+        }
+    }
+    Ok(pool)
+}
+
 impl ProveAdmission {
     /// `max_inflight: None` means unlimited. `service_time` seeds the estimate of one proof's
-    /// time on a slot (see [`Limiter::expected_wait`]).
+    /// time on a slot (see [`Limiter::expected_wait`]). `pin_cpus`: each slot's threads on
+    /// CPUs of their own (`--pin-cpus`, see [`crate::affinity`]); refused with a message when
+    /// slots x threads exceed the CPUs allowed, or when unlimited.
     pub fn new(
         max_inflight: Option<usize>,
         prove_threads: usize,
@@ -306,11 +343,38 @@ impl ProveAdmission {
         queue_timeout: Duration,
         service_time: Duration,
         metrics: Arc<Metrics>,
+        pin_cpus: bool,
     ) -> Result<Self, String> {
+        let plan = match (pin_cpus, max_inflight) {
+            (false, _) => None,
+            (true, None) => {
+                return Err("--pin-cpus needs a cap: with --unlimited every proof runs on a \
+                            fresh pool, and there is no fixed set of slots to pin"
+                    .into())
+            }
+            (true, Some(n)) => Some(crate::affinity::plan(
+                n,
+                prove_threads,
+                &crate::affinity::allowed_cpus()?,
+            )?),
+        };
         let mut pools = Vec::new();
         if let Some(n) = max_inflight {
             for slot in 0..n {
-                pools.push(Arc::new(build_pool(prove_threads, format!("prove{slot}"))?));
+                let name = format!("prove{slot}");
+                let pool = match &plan {
+                    Some(plan) => {
+                        let pool = build_pinned_pool(name, plan[slot].clone())?;
+                        tracing::info!(
+                            slot,
+                            cpus = %crate::affinity::list(&plan[slot]),
+                            "prove threads pinned"
+                        );
+                        pool
+                    }
+                    None => build_pool(prove_threads, name)?,
+                };
+                pools.push(Arc::new(pool));
             }
         }
         Ok(ProveAdmission {
@@ -614,6 +678,7 @@ mod tests {
                 Duration::from_secs(5),
                 Duration::from_millis(100),
                 m.clone(),
+                false,
             )
             .unwrap(),
         );
@@ -633,6 +698,91 @@ mod tests {
         assert_eq!(m.proofs_started(), 2);
     }
 
+    /// `--pin-cpus` on every layout this machine's CPUs allow (on 2 CPUs: 2 slots x 1 thread
+    /// and 1 slot x 2 threads): each prove thread's `Cpus_allowed_list`, read back from
+    /// `/proc/self/task/{tid}/status`, is one CPU, and no two threads share one.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn pinned_slots_run_on_cpus_of_their_own() {
+        let cpus = crate::affinity::allowed_cpus().unwrap();
+        let n = cpus.len();
+        for (slots, threads) in [(n, 1), (1, n)] {
+            let adm = Arc::new(
+                ProveAdmission::new(
+                    Some(slots),
+                    threads,
+                    4,
+                    Duration::from_secs(5),
+                    Duration::from_millis(100),
+                    Arc::new(Metrics::new()),
+                    true,
+                )
+                .unwrap(),
+            );
+            // Hold every slot at once, so that each pool is visited.
+            let mut held = Vec::new();
+            for _ in 0..slots {
+                held.push(adm.acquire().await.unwrap().0);
+            }
+            let mut jobs = Vec::new();
+            for slot in held {
+                let adm = adm.clone();
+                jobs.push(tokio::spawn(async move {
+                    adm.run(slot, || {
+                        rayon::broadcast(|_| {
+                            let tid = crate::affinity::current_thread_id();
+                            let status =
+                                std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+                                    .unwrap();
+                            let line = status
+                                .lines()
+                                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                                .unwrap()
+                                .to_owned();
+                            crate::affinity::parse_list(&line).unwrap()
+                        })
+                    })
+                    .await
+                    .unwrap()
+                }));
+            }
+            let mut seen = Vec::new();
+            for job in jobs {
+                let per_thread = job.await.unwrap();
+                assert_eq!(per_thread.len(), threads);
+                for allowed in per_thread {
+                    assert_eq!(allowed.len(), 1, "{slots}x{threads}: {allowed:?}");
+                    seen.push(allowed[0]);
+                }
+            }
+            seen.sort_unstable();
+            let mut expected = cpus.clone();
+            expected.sort_unstable();
+            assert_eq!(seen, expected, "{slots}x{threads}");
+        }
+        // One thread more than CPUs, or no cap: refused, saying why.
+        let refused = |max_inflight, threads| {
+            ProveAdmission::new(
+                max_inflight,
+                threads,
+                4,
+                Duration::from_secs(5),
+                Duration::from_millis(100),
+                Arc::new(Metrics::new()),
+                true,
+            )
+            .err()
+            .expect("refused")
+        };
+        let err = refused(Some(n + 1), 1);
+        assert!(
+            err.contains(&format!("= {} threads", n + 1)) && err.contains(&format!("{n} CPUs")),
+            "{err}"
+        );
+        assert!(refused(Some(1), n + 1).contains("--prove-threads"));
+        assert!(refused(None, 1).contains("--unlimited"));
+    }
+
     #[tokio::test]
     async fn unlimited_runs_everything_at_once() {
         let m = Arc::new(Metrics::new());
@@ -644,6 +794,7 @@ mod tests {
                 Duration::from_secs(5),
                 Duration::from_millis(100),
                 m.clone(),
+                false,
             )
             .unwrap(),
         );

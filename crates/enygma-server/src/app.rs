@@ -66,6 +66,7 @@ impl<B: ProofBackend> AppState<B> {
                 cfg.queue_timeout,
                 cfg.service_time,
                 metrics.clone(),
+                cfg.pin_cpus,
             )?,
             verify: Limiter::new(
                 QueueKind::Verify,

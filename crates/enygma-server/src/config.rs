@@ -51,6 +51,22 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_REQUIRE_KEYS")]
     pub require_keys: bool,
 
+    /// Precompute fixed-base MSM tables for these hosted circuits at key load, before /readyz
+    /// turns ready: their proofs take about 0.7x the time, for about (D + 5V) KiB each
+    /// (166 MiB for transfer-k6; the server README has every instance's size, and the start-up
+    /// log each table's). `none`, `all` (every hosted circuit), or a comma-separated list of
+    /// key stems and statement names as in --circuits.
+    #[arg(long, env = "ENYGMA_PRECOMPUTE", value_name = "none|all|LIST",
+          default_value = "none", value_parser = parse_precompute)]
+    pub precompute: Precompute,
+
+    /// Pin each proving slot's threads to their own processors (Linux): slot s, thread t runs
+    /// only on the (s x prove-threads + t)-th allowed CPU, CPUs of one physical core kept
+    /// together, so that slots never share a core. Needs max-inflight x prove-threads allowed
+    /// CPUs at most, and a cap (not --unlimited).
+    #[arg(long, env = "ENYGMA_PIN_CPUS")]
+    pub pin_cpus: bool,
+
     /// Maximum number of proofs computed at once, across all statements and k [default: 1, with --prove-threads
     /// using every CPU: the best setting of the load generator's sweep on a 2-core machine, see
     /// benches/results/2026-12-02-intel-xeon-processor/ab.md].
@@ -127,6 +143,30 @@ pub struct AdmissionConfig {
     pub service_time: Duration,
     pub verify_max_inflight: usize,
     pub verify_queue_depth: usize,
+    /// `--pin-cpus`.
+    pub pin_cpus: bool,
+}
+
+/// `--precompute`: the circuits whose MSM tables are built at key load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Precompute {
+    None,
+    /// Every hosted circuit.
+    All,
+    /// These circuits, each of which must be hosted.
+    Only(Vec<Instance>),
+}
+
+/// Parses `--precompute`: `none`, `all`, or a `--circuits`-style list (an unknown item is an
+/// error that lists the valid ones).
+fn parse_precompute(s: &str) -> Result<Precompute, String> {
+    match s.trim() {
+        "none" | "" => Ok(Precompute::None),
+        "all" => Ok(Precompute::All),
+        list => statements::resolve_list(list)
+            .map(Precompute::Only)
+            .map_err(|e| format!("{e}; or `none`, `all`")),
+    }
 }
 
 /// A `--circuits` list, resolved against the statement registry.
@@ -171,6 +211,22 @@ impl Args {
         }
     }
 
+    /// The hosted circuits whose MSM tables are precomputed, in registry order. A circuit that
+    /// `--precompute` names but the server does not host is an error naming it.
+    pub fn precomputed(&self) -> Result<Vec<Instance>, String> {
+        let hosted = self.hosted();
+        match &self.precompute {
+            Precompute::None => Ok(Vec::new()),
+            Precompute::All => Ok(hosted),
+            Precompute::Only(list) => match list.iter().find(|i| !hosted.contains(i)) {
+                Some(other) => Err(format!(
+                    "--precompute names {other}, which this server does not host (see --circuits)"
+                )),
+                None => Ok(list.clone()),
+            },
+        }
+    }
+
     /// What to do about a missing proving key.
     pub fn missing_keys(&self) -> enygma_prover::MissingKeys {
         if self.require_keys {
@@ -201,6 +257,7 @@ impl Args {
             service_time,
             verify_max_inflight: self.verify_max_inflight as usize,
             verify_queue_depth: self.verify_queue_depth as usize,
+            pin_cpus: self.pin_cpus,
         }
     }
 
@@ -549,6 +606,60 @@ mod tests {
             err.contains("transfer-k6") && err.contains("withdraw"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn precompute_names_hosted_circuits_or_is_refused() {
+        let parse = |flags: &[&str]| {
+            Args::try_parse_from(std::iter::once("enygma-server").chain(flags.iter().copied()))
+        };
+        let stems = |args: &Args| -> Vec<String> {
+            args.precomputed()
+                .unwrap()
+                .iter()
+                .map(Instance::key_stem)
+                .collect()
+        };
+        let default = parse(&[]).unwrap();
+        assert_eq!(default.precompute, Precompute::None);
+        assert!(stems(&default).is_empty());
+        assert!(!default.admission().pin_cpus);
+        assert!(stems(&parse(&["--precompute", "none"]).unwrap()).is_empty());
+        // `all` is every hosted circuit, in registry order.
+        let all = parse(&["--circuits", "withdraw-k2,transfer-k6", "--precompute", "all"]).unwrap();
+        assert_eq!(stems(&all), ["transfer-k6", "withdraw-k2"]);
+        assert_eq!(
+            parse(&["--precompute", "all"]).unwrap().precomputed().unwrap(),
+            statements::instances().collect::<Vec<_>>()
+        );
+        let some = parse(&["--precompute", "transfer-k6, deposit-k2"]).unwrap();
+        assert_eq!(stems(&some), ["transfer-k6", "deposit-k2"]);
+        assert_eq!(
+            stems(&parse(&["--precompute", "deposit"]).unwrap()).len(),
+            5,
+            "a statement name: every k"
+        );
+        // An unknown circuit: refused while parsing, with the valid names.
+        let err = parse(&["--precompute", "transfer-k9"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown circuit \"transfer-k9\"")
+                && err.contains("transfer-k6")
+                && err.contains("`all`"),
+            "{err}"
+        );
+        // A circuit this server does not host: refused at start, naming it.
+        let err = parse(&["--circuits", "transfer-k6", "--precompute", "deposit-k2"])
+            .unwrap()
+            .precomputed()
+            .unwrap_err();
+        assert!(
+            err.contains("deposit-k2") && err.contains("does not host"),
+            "{err}"
+        );
+        let pinned = parse(&["--pin-cpus", "--max-inflight", "2"]).unwrap();
+        assert!(pinned.admission().pin_cpus);
     }
 
     #[test]

@@ -79,6 +79,7 @@
 //! from closed sets. See [`metrics`] for the series.
 
 pub mod admission;
+pub mod affinity;
 pub mod app;
 pub mod auth;
 pub mod backend;

@@ -45,6 +45,14 @@ async fn run(args: Args) -> Exit {
     let admission = args.admission();
     let hosted = args.hosted();
     let circuits: Vec<String> = hosted.iter().map(|i| i.key_stem()).collect();
+    let precomputed = match args.precomputed() {
+        Ok(list) => list,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start");
+            return Exit::Startup;
+        }
+    };
+    let precomputed_stems: Vec<String> = precomputed.iter().map(|i| i.key_stem()).collect();
     tracing::info!(
         max_inflight = admission.max_inflight.map(|n| n as u64),
         prove_threads = admission.prove_threads,
@@ -57,6 +65,8 @@ async fn run(args: Args) -> Exit {
         unlimited = args.unlimited,
         circuits = %circuits.join(","),
         require_keys = args.require_keys,
+        precompute = %precomputed_stems.join(","),
+        pin_cpus = admission.pin_cpus,
         "starting enygma-server"
     );
     if args.require_keys {
@@ -123,7 +133,13 @@ async fn run(args: Args) -> Exit {
     serve(
         listener,
         state,
-        move || RealBackend::load(&keys_dir, &hosted, missing_keys),
+        move || {
+            let backend = RealBackend::load(&keys_dir, &hosted, missing_keys, &precomputed)?;
+            // What the load freed (setup-mode synthesis, key file bytes) would otherwise stay
+            // resident: see `malloc::release_free_memory`.
+            enygma_server::malloc::release_free_memory();
+            Ok(backend)
+        },
         shutdown_signal(),
         args.drain_timeout(),
         Transport { tls, limits },

@@ -43,6 +43,23 @@ pub fn tune() -> Tuning {
     tuning
 }
 
+/// Hands the allocator's free memory back to the kernel (glibc's `malloc_trim(0)`, which
+/// releases the free pages inside every arena, not only at their tops). Call it once the keys are
+/// loaded: synthesizing each statement's constraint system in setup mode, reading the key files
+/// and converting the matrices free far more than they keep, in blocks below the mmap
+/// threshold, and glibc would otherwise keep those pages resident for the life of the process.
+/// Returns whether memory was released.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn release_free_memory() -> bool {
+    // SAFETY: malloc_trim only returns free memory; it takes the arenas' locks itself.
+    unsafe { libc::malloc_trim(0) == 1 }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn release_free_memory() -> bool {
+    false
+}
+
 /// Other allocators have their own policies: nothing to set.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn tune() -> Tuning {

@@ -14,15 +14,21 @@ pub struct RealBackend(Prover);
 
 impl RealBackend {
     /// Loads the keys of the `hosted` instances, creating missing ones as development keys or
-    /// refusing to (`--require-keys`), as `missing` says. Slow: seconds.
+    /// refusing to (`--require-keys`), as `missing` says, then builds the MSM tables of the
+    /// `precomputed` ones (`--precompute`, each a hosted instance). Slow: seconds, and about
+    /// 15 s of one core per precomputed k=6 instance.
     pub fn load(
         keys_dir: &Path,
         hosted: &[Instance],
         missing: MissingKeys,
+        precomputed: &[Instance],
     ) -> Result<Self, String> {
-        Prover::load(keys_dir, hosted, missing)
-            .map(RealBackend)
-            .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))
+        let mut prover = Prover::load(keys_dir, hosted, missing)
+            .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))?;
+        prover
+            .precompute(precomputed)
+            .map_err(|e| format!("--precompute: {e}"))?;
+        Ok(RealBackend(prover))
     }
 }
 

@@ -165,6 +165,7 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         service_time: Duration::from_millis(1),
         verify_max_inflight: 2,
         verify_queue_depth: 4,
+        pin_cpus: false,
     }
 }
 
