@@ -1,5 +1,7 @@
 //! What every statement's request parser shares: the 400 error that names a field (never a
-//! value), and canonical decimal field elements.
+//! value), and canonical decimal field elements; [`schema`] describes them as JSON Schema.
+
+pub mod schema;
 
 use std::fmt;
 

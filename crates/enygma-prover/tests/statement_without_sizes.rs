@@ -7,7 +7,7 @@ use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, Synthesis
 use enygma_circuit::Fr;
 use enygma_prover::{
     keys, prepare,
-    request::{parse_field_element, to_decimal, RequestError},
+    request::{parse_field_element, schema, to_decimal, RequestError},
     statements::{AnyStatement, Circuit, Descriptor, Entry, Instance, RequestSpec, Statement},
     MissingKeys, ProveError, Prover,
 };
@@ -47,6 +47,11 @@ impl Statement for Factors {
 
     fn num_public_inputs(&self, _k: Option<usize>) -> usize {
         1
+    }
+
+    /// The keys' canonical spelling (the parser also takes other cases).
+    fn request_schema(&self, _k: Option<usize>) -> Value {
+        schema::request_object([("a", schema::field_element()), ("b", schema::field_element())])
     }
 
     /// Keys are matched case-insensitively, as Go's decoder does for the DvP requests.

@@ -72,6 +72,10 @@ pub trait Statement: Send + Sync + 'static {
 
     fn num_public_inputs(&self, k: Option<usize>) -> usize;
 
+    /// JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1) of a request body for size `k`:
+    /// field names, decimal-string patterns, array lengths. The OpenAPI document is built from it.
+    fn request_schema(&self, k: Option<usize>) -> serde_json::Value;
+
     /// Strict parse of a request body: HTTP 400, the message names the field, never a value.
     fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<Self::Inputs, RequestError>;
 
@@ -162,6 +166,7 @@ pub type Inputs = Box<dyn Any + Send + Sync>;
 pub trait AnyStatement: Send + Sync + 'static {
     fn descriptor(&self) -> &Descriptor;
     fn num_public_inputs(&self, k: Option<usize>) -> usize;
+    fn request_schema(&self, k: Option<usize>) -> Value;
     /// [`Statement::parse`] then [`Statement::check`].
     fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError>;
     fn circuit_for_setup(&self, k: Option<usize>) -> Circuit;
@@ -185,6 +190,10 @@ impl<S: Statement> AnyStatement for Entry<S> {
 
     fn num_public_inputs(&self, k: Option<usize>) -> usize {
         self.statement.num_public_inputs(k)
+    }
+
+    fn request_schema(&self, k: Option<usize>) -> Value {
+        self.statement.request_schema(k)
     }
 
     fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError> {
@@ -371,6 +380,18 @@ impl Instance {
 
     pub fn circuit_for_setup(&self) -> Circuit {
         self.statement.circuit_for_setup(self.k)
+    }
+
+    /// JSON Schema of a request body of this instance ([`Statement::request_schema`]); its
+    /// `$ref`s point at [`crate::request::schema::definitions`].
+    pub fn request_schema(&self) -> Value {
+        self.statement.request_schema(self.k)
+    }
+
+    /// JSON Schema of this instance's proof (its prove route's 200 body, its verify route's
+    /// request body).
+    pub fn proof_schema(&self) -> Value {
+        crate::request::schema::proof_response(self.num_public_inputs())
     }
 
     /// A valid request body of this instance.

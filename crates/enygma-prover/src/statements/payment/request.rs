@@ -20,7 +20,80 @@ use enygma_circuit::{
 };
 use serde_json::{Map, Value};
 
-use crate::request::{error, parse_field_element, to_decimal, RequestError};
+use crate::request::{error, parse_field_element, schema, to_decimal, RequestError};
+
+/// How a request field is shaped, for its JSON Schema.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// One field element.
+    Scalar,
+    /// k field elements, one per member of the anonymity set.
+    PerMember,
+    /// k points `[x, y]`, one per member.
+    PointPerMember,
+    /// One field element per withdraw slot ([`WITHDRAW_SLOTS`]).
+    PerSlot,
+}
+
+/// The fields every payment request has, in the parser's order.
+const TRANSFER_FIELDS: &[(&str, Shape)] = &[
+    ("sender_id", Shape::Scalar),
+    ("anonymity_set", Shape::PerMember),
+    ("secret_key", Shape::Scalar),
+    ("shared_secrets", Shape::PerMember),
+    ("hashed_shared_secrets", Shape::PerMember),
+    ("public_keys", Shape::PerMember),
+    ("previous_sender_balance", Shape::Scalar),
+    ("previous_sender_random_value", Shape::Scalar),
+    ("previous_commits", Shape::PointPerMember),
+    ("tx_commits", Shape::PointPerMember),
+    ("tx_values", Shape::PerMember),
+    ("tx_random_values", Shape::PerMember),
+    ("sender_tx_value", Shape::Scalar),
+    ("nullifier", Shape::Scalar),
+    ("block_number", Shape::Scalar),
+    ("message_tags", Shape::PerMember),
+];
+
+/// What a deposit adds.
+const DEPOSIT_FIELDS: &[(&str, Shape)] = &[
+    ("hash", Shape::Scalar),
+    ("pk", Shape::Scalar),
+    ("address", Shape::Scalar),
+    ("saltOut", Shape::Scalar),
+];
+
+/// What a withdraw adds.
+const WITHDRAW_FIELDS: &[(&str, Shape)] = &[
+    ("hashes", Shape::PerSlot),
+    ("sk_deposits", Shape::PerSlot),
+    ("v_per_deposit", Shape::PerSlot),
+    ("address", Shape::Scalar),
+    ("saltsIn", Shape::PerSlot),
+];
+
+/// The JSON Schema of a `kind` request for size `k`: what [`parse_request`] accepts (every
+/// field present, canonical decimals below r, arrays of exactly k, or 10 per withdraw slot;
+/// unknown fields allowed).
+pub fn request_schema(kind: Kind, k: usize) -> Value {
+    let extra = match kind {
+        Kind::Transfer => &[][..],
+        Kind::Deposit => DEPOSIT_FIELDS,
+        Kind::Withdraw => WITHDRAW_FIELDS,
+    };
+    let fields = TRANSFER_FIELDS.iter().chain(extra).map(|&(name, shape)| {
+        let field = match shape {
+            Shape::Scalar => schema::field_element(),
+            Shape::PerMember => schema::array(schema::field_element(), k),
+            Shape::PointPerMember => {
+                schema::array(schema::array(schema::field_element(), 2), k)
+            }
+            Shape::PerSlot => schema::array(schema::field_element(), WITHDRAW_SLOTS),
+        };
+        (name, field)
+    });
+    schema::request_object(fields)
+}
 
 struct Fields<'a> {
     object: &'a Map<String, Value>,
@@ -208,6 +281,55 @@ mod tests {
                 inputs,
                 "{kind}"
             );
+        }
+    }
+
+    /// The schema and the parser agree: the schema's fields are the generated request's, each
+    /// one the parser requires, and each array of the length the parser wants.
+    #[test]
+    fn the_schema_describes_what_the_parser_requires() {
+        for kind in [Kind::Transfer, Kind::Deposit, Kind::Withdraw] {
+            let body = to_request_json(&sample_of(kind));
+            let schema = request_schema(kind, 3);
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let mut fields: Vec<&str> = body.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+            let mut sorted = required.clone();
+            sorted.sort();
+            fields.sort();
+            assert_eq!(sorted, fields, "{kind}");
+            for name in required {
+                let property = &schema["properties"][name];
+                let mut without = body.clone();
+                without.as_object_mut().unwrap().remove(name);
+                assert_eq!(
+                    parse_request(kind, 3, without.to_string().as_bytes())
+                        .unwrap_err()
+                        .to_string(),
+                    format!("{name}: missing"),
+                    "{kind}"
+                );
+                if property["type"] == "array" {
+                    let len = property["minItems"].as_u64().unwrap() as usize;
+                    assert_eq!(property["maxItems"], len, "{kind} {name}");
+                    assert_eq!(body[name].as_array().unwrap().len(), len, "{kind} {name}");
+                    let mut longer = body.clone();
+                    longer[name].as_array_mut().unwrap().push(body[name][0].clone());
+                    assert_eq!(
+                        parse_request(kind, 3, longer.to_string().as_bytes())
+                            .unwrap_err()
+                            .to_string(),
+                        format!("{name}: expected {len} elements, got {}", len + 1),
+                        "{kind}"
+                    );
+                } else {
+                    assert_eq!(property["$ref"], "#/components/schemas/FieldElement", "{name}");
+                }
+            }
         }
     }
 
