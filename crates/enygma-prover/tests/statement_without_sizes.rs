@@ -51,7 +51,10 @@ impl Statement for Factors {
 
     /// The keys' canonical spelling (the parser also takes other cases).
     fn request_schema(&self, _k: Option<usize>) -> Value {
-        schema::request_object([("a", schema::field_element()), ("b", schema::field_element())])
+        schema::request_object([
+            ("a", schema::field_element()),
+            ("b", schema::field_element()),
+        ])
     }
 
     /// Keys are matched case-insensitively, as Go's decoder does for the DvP requests.

@@ -1100,12 +1100,20 @@ async fn a_server_hosting_one_instance_answers_its_routes_and_404s_the_others() 
     }
     // Another method is 405 at once, hosted or not, whatever the body: it never reaches the
     // checks nor a queue place.
-    for path in ["/generateProofTransfer-6", "/generateProofDeposit-3", "/verifyProofTransfer-6"] {
+    for path in [
+        "/generateProofTransfer-6",
+        "/generateProofDeposit-3",
+        "/verifyProofTransfer-6",
+    ] {
         for method in ["GET", "PUT", "TRACE", "DELETE"] {
             let r = http::request(a, method, path, &[], &body("t6", 0), T)
                 .await
                 .unwrap();
-            assert_eq!((r.status, r.header("allow")), (405, Some("POST")), "{method} {path}");
+            assert_eq!(
+                (r.status, r.header("allow")),
+                (405, Some("POST")),
+                "{method} {path}"
+            );
         }
     }
     // A bad k is still the reference's 400, on any statement's route.

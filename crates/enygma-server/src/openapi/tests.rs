@@ -23,7 +23,11 @@ fn resolve(value: &Value) -> &Value {
     match value.get("$ref").and_then(Value::as_str) {
         Some(r) => {
             let pointer = r.strip_prefix('#').expect("local reference");
-            resolve(doc().pointer(pointer).unwrap_or_else(|| panic!("dangling {r}")))
+            resolve(
+                doc()
+                    .pointer(pointer)
+                    .unwrap_or_else(|| panic!("dangling {r}")),
+            )
         }
         None => value,
     }
@@ -43,7 +47,13 @@ fn operation(method: &str, path: &str) -> &'static Value {
 
 /// Panics unless the document describes this answer of `method path`: its status, its
 /// required headers and its JSON body.
-pub(crate) fn assert_conforms(method: &str, path: &str, status: u16, headers: &[(String, String)], body: &str) {
+pub(crate) fn assert_conforms(
+    method: &str,
+    path: &str,
+    status: u16,
+    headers: &[(String, String)],
+    body: &str,
+) {
     let op = operation(method, path);
     let response = op["responses"]
         .get(status.to_string())
@@ -57,7 +67,10 @@ pub(crate) fn assert_conforms(method: &str, path: &str, status: u16, headers: &[
                 validator(&spec["schema"]).is_valid(&Value::from(value.as_str())),
                 "{method} {path} {status}: header {name}: {value:?}"
             ),
-            None => assert!(spec["required"] != true, "{method} {path} {status}: no {name}"),
+            None => assert!(
+                spec["required"] != true,
+                "{method} {path} {status}: no {name}"
+            ),
         }
     }
     if let Some(schema) = response.pointer("/content/application~1json/schema") {
@@ -80,7 +93,10 @@ fn the_committed_document_is_the_generated_one() {
             .lines()
             .zip(generated.lines())
             .position(|(a, b)| a != b)
-            .map_or(committed.lines().count().min(generated.lines().count()), |i| i)
+            .map_or(
+                committed.lines().count().min(generated.lines().count()),
+                |i| i,
+            )
             + 1;
         panic!(
             "{} differs from the generated document (first at line {line}); regenerate it: \
@@ -132,12 +148,21 @@ fn every_route_is_described_with_its_instances_schemas() {
         let d = statement.descriptor();
         if d.sizes.is_some() {
             for route in [d.prove_route, d.verify_route] {
-                assert!(paths[route]["post"]["parameters"][0]["name"] == "k", "{route}");
+                assert!(
+                    paths[route]["post"]["parameters"][0]["name"] == "k",
+                    "{route}"
+                );
                 expected += 1;
             }
         }
     }
-    for probe in ["/healthcheck", "/livez", "/readyz", "/metrics", "/openapi.json"] {
+    for probe in [
+        "/healthcheck",
+        "/livez",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+    ] {
         assert!(paths[probe]["get"].is_object(), "{probe}");
         expected += 1;
     }
@@ -146,7 +171,11 @@ fn every_route_is_described_with_its_instances_schemas() {
     let mut ids = std::collections::HashSet::new();
     for item in paths.values() {
         for op in item.as_object().unwrap().values() {
-            assert!(ids.insert(op["operationId"].as_str().unwrap()), "{}", op["operationId"]);
+            assert!(
+                ids.insert(op["operationId"].as_str().unwrap()),
+                "{}",
+                op["operationId"]
+            );
             for response in op["responses"].as_object().unwrap().values() {
                 resolve(response);
             }
@@ -165,8 +194,14 @@ fn the_request_schemas_accept_and_refuse_what_the_parsers_do() {
         let example = &media["example"];
         let v = validator(&media["schema"]);
         let parses = |body: &Value| enygma_prover::prepare(instance, body.to_string().as_bytes());
-        assert!(v.is_valid(example), "{instance}: example does not match the schema");
-        assert!(parses(example).is_ok(), "{instance}: example is not a valid request");
+        assert!(
+            v.is_valid(example),
+            "{instance}: example does not match the schema"
+        );
+        assert!(
+            parses(example).is_ok(),
+            "{instance}: example is not a valid request"
+        );
 
         let mut extra = example.clone();
         extra["comment"] = "ignored".into();
@@ -189,7 +224,14 @@ fn the_request_schemas_accept_and_refuse_what_the_parsers_do() {
                 }
                 p
             };
-            for bad in [json!(r), json!("01"), json!("-1"), json!(""), json!(7), json!(" 1")] {
+            for bad in [
+                json!(r),
+                json!("01"),
+                json!("-1"),
+                json!(""),
+                json!(7),
+                json!(" 1"),
+            ] {
                 let mut body = example.clone();
                 *body.pointer_mut(&pointer).unwrap() = bad.clone();
                 assert!(!v.is_valid(&body), "{instance}: {pointer} = {bad}");
@@ -218,11 +260,17 @@ fn the_proof_schemas_take_proofs_of_their_instance_only() {
     });
     assert!(v.is_valid(&proof));
     let mut longer = proof.clone();
-    longer["public_signal"].as_array_mut().unwrap().push("1".into());
+    longer["public_signal"]
+        .as_array_mut()
+        .unwrap()
+        .push("1".into());
     assert!(!v.is_valid(&longer));
     let mut extra = proof.clone();
     extra["tag"] = "x".into();
-    assert!(!v.is_valid(&extra), "the verify routes refuse unknown fields");
+    assert!(
+        !v.is_valid(&extra),
+        "the verify routes refuse unknown fields"
+    );
     let mut above_p = proof;
     above_p["pi_a"][0] = enygma_verifier::BASE_FIELD_MODULUS.into();
     assert!(!v.is_valid(&above_p));
@@ -237,8 +285,25 @@ fn the_other_k_parameter_is_what_the_reference_refuses() {
         let parameter = &doc()["paths"][d.prove_route]["post"]["parameters"][0]["schema"];
         let v = validator(parameter);
         for k in [
-            "2", "6", "+4", "06", "0006", "+02", "7", "1", "0", "-3", "-0", "abc", "+", "4 ", " 4",
-            "4.0", "99999999999999999999", "%36", "\u{0664}",
+            "2",
+            "6",
+            "+4",
+            "06",
+            "0006",
+            "+02",
+            "7",
+            "1",
+            "0",
+            "-3",
+            "-0",
+            "abc",
+            "+",
+            "4 ",
+            " 4",
+            "4.0",
+            "99999999999999999999",
+            "%36",
+            "\u{0664}",
         ] {
             let refused = statements::parse_k(sizes, k).is_err();
             assert_eq!(v.is_valid(&Value::from(k)), refused, "{} k={k:?}", d.name);

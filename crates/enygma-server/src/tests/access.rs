@@ -379,7 +379,11 @@ async fn bearer_tokens_guard_every_route_but_the_probes() {
     }
     // The 401s are as the OpenAPI document describes them; the document itself is in the API
     // token scope.
-    for (path, r) in [(prove, &missing), (prove, &wrong), ("/verifyProofTransfer-2", &verify_missing)] {
+    for (path, r) in [
+        (prove, &missing),
+        (prove, &wrong),
+        ("/verifyProofTransfer-2", &verify_missing),
+    ] {
         crate::openapi::tests::assert_conforms("POST", path, r.status, &r.headers, &r.body);
     }
     let doc_missing = send("GET", "/openapi.json", None, vec![]).await;

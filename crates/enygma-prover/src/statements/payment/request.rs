@@ -85,9 +85,7 @@ pub fn request_schema(kind: Kind, k: usize) -> Value {
         let field = match shape {
             Shape::Scalar => schema::field_element(),
             Shape::PerMember => schema::array(schema::field_element(), k),
-            Shape::PointPerMember => {
-                schema::array(schema::array(schema::field_element(), 2), k)
-            }
+            Shape::PointPerMember => schema::array(schema::array(schema::field_element(), 2), k),
             Shape::PerSlot => schema::array(schema::field_element(), WITHDRAW_SLOTS),
         };
         (name, field)
@@ -297,7 +295,12 @@ mod tests {
                 .iter()
                 .map(|v| v.as_str().unwrap())
                 .collect();
-            let mut fields: Vec<&str> = body.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+            let mut fields: Vec<&str> = body
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
             let mut sorted = required.clone();
             sorted.sort();
             fields.sort();
@@ -318,7 +321,10 @@ mod tests {
                     assert_eq!(property["maxItems"], len, "{kind} {name}");
                     assert_eq!(body[name].as_array().unwrap().len(), len, "{kind} {name}");
                     let mut longer = body.clone();
-                    longer[name].as_array_mut().unwrap().push(body[name][0].clone());
+                    longer[name]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(body[name][0].clone());
                     assert_eq!(
                         parse_request(kind, 3, longer.to_string().as_bytes())
                             .unwrap_err()
@@ -327,7 +333,10 @@ mod tests {
                         "{kind}"
                     );
                 } else {
-                    assert_eq!(property["$ref"], "#/components/schemas/FieldElement", "{name}");
+                    assert_eq!(
+                        property["$ref"], "#/components/schemas/FieldElement",
+                        "{name}"
+                    );
                 }
             }
         }
