@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
 command -v npm >/dev/null || { echo "node and npm are required for verifier-tests/" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "python3 is required for scripts/schemathesis.sh" >&2; exit 1; }
 
 # The integration tests spawn these binaries (debug profile; arkworks is optimised even there).
 cargo build --workspace --bins
@@ -18,6 +19,10 @@ export ENYGMA_SERVER_BIN="${ENYGMA_SERVER_BIN:-$bin/enygma-server}"
 "$bin/enygma" setup --keep-existing
 
 cargo test --workspace
+
+# The OpenAPI document against the OpenAPI 3.1 meta-schema and, with schemathesis (PyPI, pinned,
+# in a venv under target/), against the live debug server: no 5xx, every answer as documented.
+bash scripts/schemathesis.sh
 
 bash verifier-tests/run.sh
 

@@ -2,6 +2,8 @@
 //! value), the body as a JSON object, arrays of an exact length, canonical decimal field
 //! elements, and the JSON Schema fragments that describe them ([`schema`]).
 
+pub mod schema;
+
 use std::fmt;
 
 use ark_ff::PrimeField;
@@ -89,43 +91,4 @@ pub fn parse_field_element(field: &str, value: &Value) -> Result<Fr, RequestErro
 /// Decimal string of a field element's canonical integer.
 pub fn to_decimal(x: &Fr) -> String {
     x.into_bigint().to_string()
-}
-
-/// JSON Schema (draft 2020-12) fragments for what this module parses, so that every statement's
-/// `request_schema` describes its fields with the same words as its parser enforces them.
-pub mod schema {
-    use serde_json::{json, Value};
-
-    /// A canonical decimal: `0`, or digits without a leading zero; at most 77 digits (r has 77).
-    /// "Below r" is not expressible as a pattern; the parser enforces it.
-    pub const DECIMAL_PATTERN: &str = "^(0|[1-9][0-9]{0,76})$";
-
-    /// A decimal-string field element.
-    pub fn decimal() -> Value {
-        json!({
-            "type": "string",
-            "pattern": DECIMAL_PATTERN,
-            "description": "a canonical decimal integer below the BN254 scalar field modulus r",
-        })
-    }
-
-    /// An array of exactly `len` items.
-    pub fn array(items: Value, len: usize) -> Value {
-        json!({ "type": "array", "items": items, "minItems": len, "maxItems": len })
-    }
-
-    /// An array of at most `max` items.
-    pub fn array_up_to(items: Value, max: usize) -> Value {
-        json!({ "type": "array", "items": items, "maxItems": max })
-    }
-
-    /// An object with these properties, `required` among them; other properties are allowed
-    /// (the reference's JSON binding ignores them, and so do the parsers).
-    pub fn object(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
-        let properties: serde_json::Map<String, Value> = properties
-            .into_iter()
-            .map(|(name, schema)| (name.to_string(), schema))
-            .collect();
-        json!({ "type": "object", "properties": properties, "required": required })
-    }
 }

@@ -7,7 +7,7 @@ use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, Synthesis
 use enygma_circuit::Fr;
 use enygma_prover::{
     keys, prepare,
-    request::{parse_field_element, to_decimal, RequestError},
+    request::{parse_field_element, schema, to_decimal, RequestError},
     statements::{AnyStatement, Circuit, Descriptor, Entry, Instance, RequestSpec, Statement},
     MissingKeys, ProveError, Prover,
 };
@@ -49,6 +49,14 @@ impl Statement for Factors {
         1
     }
 
+    /// The keys' canonical spelling (the parser also takes other cases).
+    fn request_schema(&self, _k: Option<usize>) -> Value {
+        schema::request_object([
+            ("a", schema::field_element()),
+            ("b", schema::field_element()),
+        ])
+    }
+
     /// Keys are matched case-insensitively, as Go's decoder does for the DvP requests.
     fn parse(&self, _k: Option<usize>, body: &[u8]) -> Result<FactorsInputs, RequestError> {
         let value: Value = serde_json::from_slice(body).map_err(|_| RequestError {
@@ -70,14 +78,6 @@ impl Statement for Factors {
             a: field("a")?,
             b: field("b")?,
         })
-    }
-
-    fn request_schema(&self, _k: Option<usize>) -> Value {
-        let decimal = enygma_prover::request::schema::decimal;
-        enygma_prover::request::schema::object(
-            vec![("a", decimal()), ("b", decimal())],
-            &["a", "b"],
-        )
     }
 
     fn check(&self, inputs: &FactorsInputs) -> Result<(), String> {

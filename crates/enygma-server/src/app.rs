@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -147,7 +147,8 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .route("/healthcheck", get(healthcheck))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz::<B>))
-        .route("/metrics", get(metrics::<B>));
+        .route("/metrics", get(metrics::<B>))
+        .route("/openapi.json", get(openapi));
     Router::new()
         .merge(proving)
         .merge(verifying)
@@ -276,6 +277,7 @@ fn route_label(path: &str) -> &'static str {
         "/livez" => "/livez",
         "/readyz" => "/readyz",
         "/metrics" => "/metrics",
+        "/openapi.json" => "/openapi.json",
         p => statements::match_path(p).map_or("other", |m| m.route),
     }
 }
@@ -462,14 +464,20 @@ fn take<T>(cell: &Mutex<Option<T>>) -> Option<T> {
     cell.lock().unwrap_or_else(|e| e.into_inner()).take()
 }
 
-/// The statement instance from the path (k with the reference's messages), whether this server
-/// hosts it, readiness, and the body under the size limit.
+/// The method (the statement routes take POST only), the statement instance from the path (k
+/// with the reference's messages), whether this server hosts it, readiness, and the body under
+/// the size limit.
 async fn intake<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
     Extension(ctx): Extension<ReqCtx>,
     req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    // axum's `route_layer` wraps a route's method fallback too, so without this a GET or TRACE
+    // would run the whole pipeline (parse, checks, even a queue place) before its 405.
+    if req.method() != Method::POST {
+        return Ok((StatusCode::METHOD_NOT_ALLOWED, [(ALLOW, "POST")]).into_response());
+    }
     // The route is a statement's: the registry tells which, and what stands for its k.
     let instance = statements::match_path(req.uri().path())
         .ok_or_else(|| ApiError::internal("route without a statement"))?
@@ -667,6 +675,15 @@ async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Respons
         text,
     )
         .into_response()
+}
+
+/// The OpenAPI document ([`crate::openapi`]), built on the first request (off the runtime: it
+/// generates an example request per instance).
+async fn openapi() -> Result<Response, ApiError> {
+    let text = tokio::task::spawn_blocking(crate::openapi::document_json)
+        .await
+        .map_err(|_| ApiError::internal("the OpenAPI document failed to build"))?;
+    Ok(json_response(StatusCode::OK, text))
 }
 
 /// gin's answer to an unknown route.

@@ -127,6 +127,12 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
+    /// Print the service's OpenAPI 3.1 document (what GET /openapi.json answers) and exit,
+    /// without keys or a listener: `enygma-server --openapi > crates/enygma-server/openapi.json`
+    /// regenerates the committed file. A command, so it has no environment variable.
+    #[arg(long)]
+    pub openapi: bool,
+
     #[command(flatten)]
     pub access: AccessArgs,
 }
@@ -433,7 +439,8 @@ mod tests {
         let cmd = Args::command();
         for arg in cmd.get_arguments() {
             let id = arg.get_id().as_str();
-            if id == "help" || id == "version" {
+            // Commands that print and exit, not settings.
+            if id == "help" || id == "version" || id == "openapi" {
                 continue;
             }
             assert!(

@@ -17,6 +17,8 @@
 //! - `GET /healthcheck` (the reference's body), `/livez`, `/readyz` (503 until the keys of every
 //!   hosted statement instance are loaded, and again while draining), `/metrics` (Prometheus
 //!   text). Never limited.
+//! - `GET /openapi.json`: the OpenAPI 3.1 description of every route, status and body,
+//!   generated from the registry ([`openapi`]); in the API token scope.
 //!
 //! # Admission design
 //! Proving is CPU-bound: past the number of cores, more concurrent proofs only add latency and
@@ -86,6 +88,7 @@ pub mod backend;
 pub mod config;
 pub mod malloc;
 pub mod metrics;
+pub mod openapi;
 pub mod prover;
 pub mod server;
 pub mod tls;

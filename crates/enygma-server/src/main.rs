@@ -17,6 +17,11 @@ use enygma_server::{reload_on_sighup, serve, shutdown_signal, AppState, Exit};
 fn main() -> ExitCode {
     let malloc = enygma_server::malloc::tune();
     let args = Args::parse();
+    if args.openapi {
+        // Before any logging: stdout is the document.
+        print!("{}", enygma_server::openapi::document_json());
+        return ExitCode::SUCCESS;
+    }
     init_tracing(args.log_format);
     install_panic_hook();
     tracing::info!(

@@ -484,6 +484,20 @@ async fn status_codes_and_no_secret_anywhere() {
             r.body
         );
     }
+    // Every error answer is as the OpenAPI document describes it (status, headers, body).
+    let conforms = |path: &str, r: &http::Resp| {
+        crate::openapi::tests::assert_conforms("POST", path, r.status, &r.headers, &r.body)
+    };
+    conforms("/generateProofTransfer-7", &bad_k);
+    conforms("/generateProofTransfer--1", &neg_k);
+    conforms("/generateProofTransfer-abc", &nan_k);
+    for r in [&too_big, &not_json, &bad, &check, &internal, &panic] {
+        conforms(s.prove_path(), r);
+    }
+    for path in ["/healthcheck", "/livez", "/readyz", "/openapi.json"] {
+        let r = get(a, path).await.unwrap();
+        crate::openapi::tests::assert_conforms("GET", path, r.status, &r.headers, &r.body);
+    }
     // Invalid requests never reached the prover, nor a queue place.
     assert_eq!(s.proved_tags(), vec!["six", "internal", "panic", "ok"]);
     let m = s.metrics().await;
@@ -1083,6 +1097,25 @@ async fn a_server_hosting_one_instance_answers_its_routes_and_404s_the_others() 
             "{path}"
         );
         assert_no_secret(&r);
+        crate::openapi::tests::assert_conforms("POST", path, r.status, &r.headers, &r.body);
+    }
+    // Another method is 405 at once, hosted or not, whatever the body: it never reaches the
+    // checks nor a queue place.
+    for path in [
+        "/generateProofTransfer-6",
+        "/generateProofDeposit-3",
+        "/verifyProofTransfer-6",
+    ] {
+        for method in ["GET", "PUT", "TRACE", "DELETE"] {
+            let r = http::request(a, method, path, &[], &body("t6", 0), T)
+                .await
+                .unwrap();
+            assert_eq!(
+                (r.status, r.header("allow")),
+                (405, Some("POST")),
+                "{method} {path}"
+            );
+        }
     }
     // A bad k is still the reference's 400, on any statement's route.
     let bad_k = post(a, "/generateProofDeposit-7", &body("x", 0), T)

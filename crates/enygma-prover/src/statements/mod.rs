@@ -80,12 +80,12 @@ pub trait Statement: Send + Sync + 'static {
 
     fn num_public_inputs(&self, k: Option<usize>) -> usize;
 
-    /// Strict parse of a request body: HTTP 400, the message names the field, never a value.
-    fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<Self::Inputs, RequestError>;
-
     /// JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1) of a request body for size `k`:
     /// field names, decimal-string patterns, array lengths. The OpenAPI document is built from it.
     fn request_schema(&self, k: Option<usize>) -> serde_json::Value;
+
+    /// Strict parse of a request body: HTTP 400, the message names the field, never a value.
+    fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<Self::Inputs, RequestError>;
 
     /// The statement's rules, evaluated natively before any proving work: HTTP 422, the
     /// message names the rule (and where it helps a public field), never a secret value.
@@ -174,9 +174,9 @@ pub type Inputs = Box<dyn Any + Send + Sync>;
 pub trait AnyStatement: Send + Sync + 'static {
     fn descriptor(&self) -> &Descriptor;
     fn num_public_inputs(&self, k: Option<usize>) -> usize;
+    fn request_schema(&self, k: Option<usize>) -> Value;
     /// [`Statement::parse`] then [`Statement::check`].
     fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError>;
-    fn request_schema(&self, k: Option<usize>) -> Value;
     fn circuit_for_setup(&self, k: Option<usize>) -> Circuit;
     /// `None` if `inputs` are another statement's.
     fn circuit_for_proving(&self, inputs: &Inputs) -> Option<Circuit>;
@@ -200,6 +200,10 @@ impl<S: Statement> AnyStatement for Entry<S> {
         self.statement.num_public_inputs(k)
     }
 
+    fn request_schema(&self, k: Option<usize>) -> Value {
+        self.statement.request_schema(k)
+    }
+
     fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError> {
         let inputs = self
             .statement
@@ -209,10 +213,6 @@ impl<S: Statement> AnyStatement for Entry<S> {
             .check(&inputs)
             .map_err(ProveError::CheckFailed)?;
         Ok(Box::new(inputs))
-    }
-
-    fn request_schema(&self, k: Option<usize>) -> Value {
-        self.statement.request_schema(k)
     }
 
     fn circuit_for_setup(&self, k: Option<usize>) -> Circuit {
@@ -390,9 +390,16 @@ impl Instance {
         self.statement.circuit_for_setup(self.k)
     }
 
-    /// The JSON Schema of this instance's request body.
+    /// JSON Schema of a request body of this instance ([`Statement::request_schema`]); its
+    /// `$ref`s point at [`crate::request::schema::definitions`].
     pub fn request_schema(&self) -> Value {
         self.statement.request_schema(self.k)
+    }
+
+    /// JSON Schema of this instance's proof (its prove route's 200 body, its verify route's
+    /// request body).
+    pub fn proof_schema(&self) -> Value {
+        crate::request::schema::proof_response(self.num_public_inputs())
     }
 
     /// A valid request body of this instance.

@@ -377,6 +377,29 @@ async fn bearer_tokens_guard_every_route_but_the_probes() {
     ] {
         assert_eq!(metric(&m, series), Some(n), "{series}");
     }
+    // The 401s are as the OpenAPI document describes them; the document itself is in the API
+    // token scope.
+    for (path, r) in [
+        (prove, &missing),
+        (prove, &wrong),
+        ("/verifyProofTransfer-2", &verify_missing),
+    ] {
+        crate::openapi::tests::assert_conforms("POST", path, r.status, &r.headers, &r.body);
+    }
+    let doc_missing = send("GET", "/openapi.json", None, vec![]).await;
+    assert_eq!(doc_missing.status, 401);
+    crate::openapi::tests::assert_conforms(
+        "GET",
+        "/openapi.json",
+        doc_missing.status,
+        &doc_missing.headers,
+        &doc_missing.body,
+    );
+    let doc = send("GET", "/openapi.json", Some(api.clone()), vec![]).await;
+    assert_eq!(
+        (doc.status, doc.body.as_str()),
+        (200, crate::openapi::document_json())
+    );
     // Refused requests never reached the checks or the prover.
     assert_eq!(s.proved_tags(), ["with-token"]);
     assert_eq!(s.log.prepared.load(Ordering::SeqCst), 1);

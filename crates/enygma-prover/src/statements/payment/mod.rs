@@ -67,12 +67,12 @@ impl Statement for Payment {
         self.0.num_public_inputs(size(k))
     }
 
-    fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<PaymentInputs, RequestError> {
-        request::parse_request(self.0, size(k), body)
-    }
-
     fn request_schema(&self, k: Option<usize>) -> Value {
         request::request_schema(self.0, size(k))
+    }
+
+    fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<PaymentInputs, RequestError> {
+        request::parse_request(self.0, size(k), body)
     }
 
     fn check(&self, inputs: &PaymentInputs) -> Result<(), String> {

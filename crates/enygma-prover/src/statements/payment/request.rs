@@ -24,6 +24,77 @@ use crate::request::{
     error, parse_array, parse_field_element, parse_object, schema, to_decimal, RequestError,
 };
 
+/// How a request field is shaped, for its JSON Schema.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// One field element.
+    Scalar,
+    /// k field elements, one per member of the anonymity set.
+    PerMember,
+    /// k points `[x, y]`, one per member.
+    PointPerMember,
+    /// One field element per withdraw slot ([`WITHDRAW_SLOTS`]).
+    PerSlot,
+}
+
+/// The fields every payment request has, in the parser's order.
+const TRANSFER_FIELDS: &[(&str, Shape)] = &[
+    ("sender_id", Shape::Scalar),
+    ("anonymity_set", Shape::PerMember),
+    ("secret_key", Shape::Scalar),
+    ("shared_secrets", Shape::PerMember),
+    ("hashed_shared_secrets", Shape::PerMember),
+    ("public_keys", Shape::PerMember),
+    ("previous_sender_balance", Shape::Scalar),
+    ("previous_sender_random_value", Shape::Scalar),
+    ("previous_commits", Shape::PointPerMember),
+    ("tx_commits", Shape::PointPerMember),
+    ("tx_values", Shape::PerMember),
+    ("tx_random_values", Shape::PerMember),
+    ("sender_tx_value", Shape::Scalar),
+    ("nullifier", Shape::Scalar),
+    ("block_number", Shape::Scalar),
+    ("message_tags", Shape::PerMember),
+];
+
+/// What a deposit adds.
+const DEPOSIT_FIELDS: &[(&str, Shape)] = &[
+    ("hash", Shape::Scalar),
+    ("pk", Shape::Scalar),
+    ("address", Shape::Scalar),
+    ("saltOut", Shape::Scalar),
+];
+
+/// What a withdraw adds.
+const WITHDRAW_FIELDS: &[(&str, Shape)] = &[
+    ("hashes", Shape::PerSlot),
+    ("sk_deposits", Shape::PerSlot),
+    ("v_per_deposit", Shape::PerSlot),
+    ("address", Shape::Scalar),
+    ("saltsIn", Shape::PerSlot),
+];
+
+/// The JSON Schema of a `kind` request for size `k`: what [`parse_request`] accepts (every
+/// field present, canonical decimals below r, arrays of exactly k, or 10 per withdraw slot;
+/// unknown fields allowed).
+pub fn request_schema(kind: Kind, k: usize) -> Value {
+    let extra = match kind {
+        Kind::Transfer => &[][..],
+        Kind::Deposit => DEPOSIT_FIELDS,
+        Kind::Withdraw => WITHDRAW_FIELDS,
+    };
+    let fields = TRANSFER_FIELDS.iter().chain(extra).map(|&(name, shape)| {
+        let field = match shape {
+            Shape::Scalar => schema::field_element(),
+            Shape::PerMember => schema::array(schema::field_element(), k),
+            Shape::PointPerMember => schema::array(schema::array(schema::field_element(), 2), k),
+            Shape::PerSlot => schema::array(schema::field_element(), WITHDRAW_SLOTS),
+        };
+        (name, field)
+    });
+    schema::request_object(fields)
+}
+
 struct Fields<'a> {
     object: &'a Map<String, Value>,
     k: usize,
@@ -99,50 +170,6 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
     })
 }
 
-/// The JSON Schema of a `kind` request for size `k`: the fields [`parse_request`] reads, every
-/// one required, with their array lengths.
-pub fn request_schema(kind: Kind, k: usize) -> Value {
-    let decimal = schema::decimal;
-    let scalars = || schema::array(decimal(), k);
-    let slots = || schema::array(decimal(), WITHDRAW_SLOTS);
-    let points = || schema::array(schema::array(decimal(), 2), k);
-    let mut properties = vec![
-        ("sender_id", decimal()),
-        ("anonymity_set", scalars()),
-        ("secret_key", decimal()),
-        ("shared_secrets", scalars()),
-        ("hashed_shared_secrets", scalars()),
-        ("public_keys", scalars()),
-        ("previous_sender_balance", decimal()),
-        ("previous_sender_random_value", decimal()),
-        ("previous_commits", points()),
-        ("tx_commits", points()),
-        ("tx_values", scalars()),
-        ("tx_random_values", scalars()),
-        ("sender_tx_value", decimal()),
-        ("nullifier", decimal()),
-        ("block_number", decimal()),
-        ("message_tags", scalars()),
-    ];
-    match kind {
-        Kind::Transfer => {}
-        Kind::Deposit => properties.extend([
-            ("hash", decimal()),
-            ("pk", decimal()),
-            ("address", decimal()),
-            ("saltOut", decimal()),
-        ]),
-        Kind::Withdraw => properties.extend([
-            ("hashes", slots()),
-            ("sk_deposits", slots()),
-            ("v_per_deposit", slots()),
-            ("address", decimal()),
-            ("saltsIn", slots()),
-        ]),
-    }
-    let required: Vec<&str> = properties.iter().map(|(name, _)| *name).collect();
-    schema::object(properties, &required)
-}
 
 /// The request body for `inputs`, in the reference's field names: what `enygma gen-request`
 /// writes. Serializing and parsing it again gives the same inputs.
@@ -226,6 +253,66 @@ mod tests {
                 inputs,
                 "{kind}"
             );
+        }
+    }
+
+    /// The schema and the parser agree: the schema's fields are the generated request's, each
+    /// one the parser requires, and each array of the length the parser wants.
+    #[test]
+    fn the_schema_describes_what_the_parser_requires() {
+        for kind in [Kind::Transfer, Kind::Deposit, Kind::Withdraw] {
+            let body = to_request_json(&sample_of(kind));
+            let schema = request_schema(kind, 3);
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let mut fields: Vec<&str> = body
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            let mut sorted = required.clone();
+            sorted.sort();
+            fields.sort();
+            assert_eq!(sorted, fields, "{kind}");
+            for name in required {
+                let property = &schema["properties"][name];
+                let mut without = body.clone();
+                without.as_object_mut().unwrap().remove(name);
+                assert_eq!(
+                    parse_request(kind, 3, without.to_string().as_bytes())
+                        .unwrap_err()
+                        .to_string(),
+                    format!("{name}: missing"),
+                    "{kind}"
+                );
+                if property["type"] == "array" {
+                    let len = property["minItems"].as_u64().unwrap() as usize;
+                    assert_eq!(property["maxItems"], len, "{kind} {name}");
+                    assert_eq!(body[name].as_array().unwrap().len(), len, "{kind} {name}");
+                    let mut longer = body.clone();
+                    longer[name]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(body[name][0].clone());
+                    assert_eq!(
+                        parse_request(kind, 3, longer.to_string().as_bytes())
+                            .unwrap_err()
+                            .to_string(),
+                        format!("{name}: expected {len} elements, got {}", len + 1),
+                        "{kind}"
+                    );
+                } else {
+                    assert_eq!(
+                        property["$ref"], "#/components/schemas/FieldElement",
+                        "{name}"
+                    );
+                }
+            }
         }
     }
 
