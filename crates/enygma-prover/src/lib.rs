@@ -9,6 +9,7 @@
 //!   at load time) and runs the Groth16 prover on the caller's rayon pool.
 
 pub mod fft;
+pub mod fuzzing;
 pub mod groth16;
 pub mod keys;
 pub mod matrix;
