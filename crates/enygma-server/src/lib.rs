@@ -82,6 +82,7 @@ pub mod admission;
 pub mod app;
 pub mod auth;
 pub mod backend;
+mod body;
 pub mod config;
 pub mod malloc;
 pub mod metrics;

@@ -16,11 +16,14 @@
 use enygma_circuit::{
     dvp::WITHDRAW_SLOTS,
     payment::{Deposit, Dvp, Kind, PaymentInputs, Withdraw},
-    Fr,
+    Fr, Secret,
 };
 use serde_json::{Map, Value};
 
-use crate::request::{error, parse_field_element, to_decimal, RequestError};
+use crate::request::{
+    error, parse_array, parse_field_element, parse_object, parse_secret, parse_secret_array,
+    to_decimal, RequestError,
+};
 
 struct Fields<'a> {
     object: &'a Map<String, Value>,
@@ -36,40 +39,29 @@ impl<'a> Fields<'a> {
         parse_field_element(name, self.get(name)?)
     }
 
-    fn array_of<T>(
-        &self,
-        name: &str,
-        len: usize,
-        value: &'a Value,
-        item: impl Fn(&str, &'a Value) -> Result<T, RequestError>,
-    ) -> Result<Vec<T>, RequestError> {
-        let items = value
-            .as_array()
-            .ok_or_else(|| error(name, "expected an array"))?;
-        if items.len() != len {
-            return Err(error(
-                name,
-                format!("expected {len} elements, got {}", items.len()),
-            ));
-        }
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| item(&format!("{name}[{i}]"), v))
-            .collect()
-    }
-
     fn scalars(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
-        self.array_of(name, self.k, self.get(name)?, parse_field_element)
+        parse_array(name, self.k, self.get(name)?, parse_field_element)
     }
 
     fn slots(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
-        self.array_of(name, WITHDRAW_SLOTS, self.get(name)?, parse_field_element)
+        parse_array(name, WITHDRAW_SLOTS, self.get(name)?, parse_field_element)
+    }
+
+    fn secret(&self, name: &str) -> Result<Secret<Fr>, RequestError> {
+        parse_secret(name, self.get(name)?)
+    }
+
+    fn secret_scalars(&self, name: &str) -> Result<Secret<Vec<Fr>>, RequestError> {
+        parse_secret_array(name, self.k, self.get(name)?)
+    }
+
+    fn secret_slots(&self, name: &str) -> Result<Secret<Vec<Fr>>, RequestError> {
+        parse_secret_array(name, WITHDRAW_SLOTS, self.get(name)?)
     }
 
     fn points(&self, name: &str) -> Result<Vec<(Fr, Fr)>, RequestError> {
-        self.array_of(name, self.k, self.get(name)?, |field, v| {
-            let xy = self.array_of(field, 2, v, parse_field_element)?;
+        parse_array(name, self.k, self.get(name)?, |field, v| {
+            let xy = parse_array(field, 2, v, parse_field_element)?;
             Ok((xy[0], xy[1]))
         })
     }
@@ -80,30 +72,25 @@ pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<PaymentInputs, Re
     parse_request(Kind::Transfer, k, body)
 }
 
-/// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`.
+/// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`. The private values go
+/// into [`Secret`]s; the JSON's strings are wiped when `object` drops, whatever the outcome.
 pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        // serde_json's syntax errors give a position, never the input's text.
-        error("body", format!("malformed JSON ({e})"))
-    })?;
-    let object = value
-        .as_object()
-        .ok_or_else(|| error("body", "expected a JSON object"))?;
-    let f = Fields { object, k };
+    let object = parse_object(body)?;
+    let f = Fields { object: &object, k };
     Ok(PaymentInputs {
-        sender_id: f.scalar("sender_id")?,
+        sender_id: f.secret("sender_id")?,
         anonymity_set: f.scalars("anonymity_set")?,
-        secret_key: f.scalar("secret_key")?,
-        shared_secrets: f.scalars("shared_secrets")?,
+        secret_key: f.secret("secret_key")?,
+        shared_secrets: f.secret_scalars("shared_secrets")?,
         hashed_shared_secrets: f.scalars("hashed_shared_secrets")?,
         public_keys: f.scalars("public_keys")?,
-        previous_sender_balance: f.scalar("previous_sender_balance")?,
-        previous_sender_random_value: f.scalar("previous_sender_random_value")?,
+        previous_sender_balance: f.secret("previous_sender_balance")?,
+        previous_sender_random_value: f.secret("previous_sender_random_value")?,
         previous_commits: f.points("previous_commits")?,
         tx_commits: f.points("tx_commits")?,
-        tx_values: f.scalars("tx_values")?,
-        tx_random_values: f.scalars("tx_random_values")?,
-        sender_tx_value: f.scalar("sender_tx_value")?,
+        tx_values: f.secret_scalars("tx_values")?,
+        tx_random_values: f.secret_scalars("tx_random_values")?,
+        sender_tx_value: f.secret("sender_tx_value")?,
         nullifier: f.scalar("nullifier")?,
         block_number: f.scalar("block_number")?,
         message_tags: f.scalars("message_tags")?,
@@ -111,16 +98,16 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
             Kind::Transfer => Dvp::None,
             Kind::Deposit => Dvp::Deposit(Deposit {
                 hash: f.scalar("hash")?,
-                pk: f.scalar("pk")?,
-                address: f.scalar("address")?,
-                salt_out: f.scalar("saltOut")?,
+                pk: f.secret("pk")?,
+                address: f.secret("address")?,
+                salt_out: f.secret("saltOut")?,
             }),
             Kind::Withdraw => Dvp::Withdraw(Withdraw {
                 hashes: f.slots("hashes")?,
-                sk_deposits: f.slots("sk_deposits")?,
-                v_per_deposit: f.slots("v_per_deposit")?,
-                address: f.scalar("address")?,
-                salts_in: f.slots("saltsIn")?,
+                sk_deposits: f.secret_slots("sk_deposits")?,
+                v_per_deposit: f.secret_slots("v_per_deposit")?,
+                address: f.secret("address")?,
+                salts_in: f.secret_slots("saltsIn")?,
             }),
         },
     })

@@ -1,0 +1,240 @@
+//! The stable stand-in for a fuzz smoke run in CI (issue 17, deliverable 7): the seed corpus
+//! and a few thousand deterministic mutations of it go through the fuzz target's entry point
+//! (`enygma_prover::fuzzing::prepare_input`: every statement's parser, then its checks), and
+//! none may panic. The cargo-fuzz target itself needs nightly and runs with `scripts/fuzz.sh`.
+//!
+//! The mutations are those a fuzzer needs many executions to stumble on in a JSON request:
+//! byte-level ones (flips, interesting bytes, insertions, deletions, truncation) and JSON-aware
+//! ones that keep the body parseable so that the checks run (a value replaced by a boundary
+//! number, another type, a longer or shorter array, a missing field, one field's value moved to
+//! another).
+
+use std::{
+    panic::{catch_unwind, AssertUnwindSafe},
+    path::PathBuf,
+};
+
+use enygma_prover::{fuzzing, statements, ProveError};
+use rand::{seq::SliceRandom, Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde_json::Value;
+
+fn samples_dir() -> PathBuf {
+    std::env::var_os("ENYGMA_REFERENCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference")
+        })
+        .join("requests")
+}
+
+/// Inputs whose processing panicked, with the panic message.
+fn run(input: &[u8], panics: &mut Vec<(Vec<u8>, String)>) -> Option<Result<(), String>> {
+    match catch_unwind(AssertUnwindSafe(|| fuzzing::prepare_input(input))) {
+        Ok(result) => result.map(|r| r.map(|_| ()).map_err(|e| e.to_string())),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panics.push((input.to_vec(), message));
+            None
+        }
+    }
+}
+
+/// Field elements at the edges of what the parsers and checks handle.
+const BOUNDARY_NUMBERS: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "255",
+    "256",
+    "340282366920938463463374607431768211455",
+    "1000000000000000000000000000000000000",
+    "2736030358979909402780800718157159386076813972158567259200215660948447373041",
+    "2736030358979909402780800718157159386076813972158567259200215660948447373040",
+    "7237005577332262213973186563042994240829374041602535252466099000494570602495",
+    "21888242871839275222246405745257275088548364400416034343698204186575808495616",
+    "21888242871839275222246405745257275088548364400416034343698204186575808495617",
+    "115792089237316195423570985008687907853269984665640564039457584007913129639935",
+    "115792089237316195423570985008687907853269984665640564039457584007913129639936",
+    "",
+    "00",
+    "-1",
+    "1e3",
+    "0x10",
+];
+
+/// A random value somewhere in `v` (an object's value or an array's element), and its parent's
+/// mutation applied there.
+fn mutate_json(v: &mut Value, rng: &mut ChaCha20Rng, donors: &[Value]) {
+    // Walk down to a random node, stopping with some probability at each level.
+    let mut node = v;
+    loop {
+        let descend = rng.gen_bool(0.6);
+        let next = match node {
+            Value::Object(o) if descend && !o.is_empty() => {
+                let key = o.keys().nth(rng.gen_range(0..o.len())).cloned().unwrap();
+                if rng.gen_bool(0.1) {
+                    o.remove(&key);
+                    return;
+                }
+                o.get_mut(&key)
+            }
+            Value::Array(a) if descend && !a.is_empty() => {
+                let i = rng.gen_range(0..a.len());
+                match rng.gen_range(0..10) {
+                    0 => {
+                        a.remove(i);
+                        return;
+                    }
+                    1 => {
+                        let copy = a[i].clone();
+                        a.push(copy);
+                        return;
+                    }
+                    _ => a.get_mut(i),
+                }
+            }
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => break,
+        }
+    }
+    *node = match rng.gen_range(0..8) {
+        0..=3 => Value::from(*BOUNDARY_NUMBERS.choose(rng).unwrap()),
+        4 => donors.choose(rng).cloned().unwrap_or(Value::Null),
+        5 => serde_json::json!([]),
+        6 => Value::from(rng.gen::<u32>()),
+        _ => match node {
+            // A decimal one unit off, so that the body still parses and a check must catch it.
+            Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+                let mut digits = s.clone().into_bytes();
+                let last = digits.len() - 1;
+                digits[last] = if digits[last] == b'9' {
+                    b'0'
+                } else {
+                    digits[last] + 1
+                };
+                Value::from(String::from_utf8(digits).unwrap())
+            }
+            _ => Value::Null,
+        },
+    };
+}
+
+/// Values of a body, to move into other fields.
+fn donors(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Object(o) => o.values().for_each(|x| donors(x, out)),
+        Value::Array(a) => {
+            out.push(v.clone());
+            a.iter().for_each(|x| donors(x, out))
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+fn mutate_bytes(input: &mut Vec<u8>, rng: &mut ChaCha20Rng) {
+    if input.is_empty() {
+        input.push(rng.gen());
+        return;
+    }
+    let i = rng.gen_range(0..input.len());
+    match rng.gen_range(0..6) {
+        0 => input[i] ^= 1 << rng.gen_range(0..8),
+        1 => input[i] = *b"\x00\xff\"\\0123456789[]{},:-e.".choose(rng).unwrap(),
+        2 => input.insert(i, rng.gen()),
+        3 => {
+            let end = (i + rng.gen_range(1..64)).min(input.len());
+            input.drain(i..end);
+        }
+        4 => {
+            let end = (i + rng.gen_range(1..64)).min(input.len());
+            let copy = input[i..end].to_vec();
+            input.splice(i..i, copy);
+        }
+        _ => input.truncate(i),
+    }
+}
+
+#[test]
+fn seeds_and_mutations_never_panic() {
+    let dir = samples_dir();
+    assert!(
+        dir.is_dir(),
+        "reference samples not found at {}",
+        dir.display()
+    );
+    let seeds = fuzzing::seeds(Some(&dir)).unwrap();
+    let instances = statements::instances().count();
+    assert!(seeds.len() > 2 * instances, "{} seeds", seeds.len());
+
+    let mut panics = Vec::new();
+    // Every generated request is valid: the seeds reach the checks and pass them.
+    for (name, input) in &seeds {
+        let outcome = run(input, &mut panics);
+        if name.starts_with("gen-") {
+            assert_eq!(outcome, Some(Ok(())), "{name}");
+        }
+    }
+
+    let mut rng = ChaCha20Rng::seed_from_u64(17);
+    let (mut accepted, mut bad_request, mut check_failed, mut json_mutants) = (0, 0, 0, 0);
+    const MUTANTS: usize = 4000;
+    for _ in 0..MUTANTS {
+        let (_, input) = seeds.choose(&mut rng).unwrap();
+        let (instance, body) = fuzzing::split_input(input).unwrap();
+        let mutated = match serde_json::from_slice::<Value>(body) {
+            Ok(mut value) if rng.gen_bool(0.7) => {
+                json_mutants += 1;
+                let mut pool = Vec::new();
+                donors(&value, &mut pool);
+                for _ in 0..rng.gen_range(1..=3) {
+                    mutate_json(&mut value, &mut rng, &pool);
+                }
+                fuzzing::seed(instance, value.to_string().as_bytes())
+            }
+            _ => {
+                let mut bytes = input.clone();
+                for _ in 0..rng.gen_range(1..=4) {
+                    mutate_bytes(&mut bytes, &mut rng);
+                }
+                bytes
+            }
+        };
+        match catch_unwind(AssertUnwindSafe(|| fuzzing::prepare_input(&mutated))) {
+            Ok(Some(Ok(_))) => accepted += 1,
+            Ok(Some(Err(ProveError::BadRequest(_)))) => bad_request += 1,
+            Ok(Some(Err(ProveError::CheckFailed(_)))) => check_failed += 1,
+            Ok(Some(Err(ProveError::Internal(e)))) => panic!("a 500 for a request: {e}"),
+            Ok(None) => {}
+            Err(_) => {
+                run(&mutated, &mut panics);
+            }
+        }
+    }
+    assert!(
+        panics.is_empty(),
+        "{} inputs panicked; the first ({}): {:?}",
+        panics.len(),
+        panics[0].1,
+        String::from_utf8_lossy(&panics[0].0)
+    );
+    // The mutations must reach both the parsers' errors and the checks, or they test little.
+    eprintln!(
+        "{MUTANTS} mutants ({json_mutants} JSON-aware): {accepted} accepted, {bad_request} 400, {check_failed} 422"
+    );
+    assert!(
+        bad_request > MUTANTS / 10,
+        "{bad_request} refused by a parser"
+    );
+    assert!(
+        check_failed > MUTANTS / 20,
+        "{check_failed} refused by a check"
+    );
+}
