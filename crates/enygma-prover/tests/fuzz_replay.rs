@@ -67,50 +67,42 @@ const BOUNDARY_NUMBERS: &[&str] = &[
     "0x10",
 ];
 
-/// A random value somewhere in `v` (an object's value or an array's element), and its parent's
-/// mutation applied there.
+/// Replaces a random node of `v` (descending into objects and arrays with some probability at
+/// each level), or removes or duplicates an element on the way down.
 fn mutate_json(v: &mut Value, rng: &mut ChaCha20Rng, donors: &[Value]) {
-    // Walk down to a random node, stopping with some probability at each level.
-    let mut node = v;
-    loop {
-        let descend = rng.gen_bool(0.6);
-        let next = match node {
-            Value::Object(o) if descend && !o.is_empty() => {
-                let key = o.keys().nth(rng.gen_range(0..o.len())).cloned().unwrap();
-                if rng.gen_bool(0.1) {
-                    o.remove(&key);
-                    return;
-                }
-                o.get_mut(&key)
+    let descend = rng.gen_bool(0.6);
+    match v {
+        Value::Object(o) if descend && !o.is_empty() => {
+            let key = o.keys().nth(rng.gen_range(0..o.len())).cloned().unwrap();
+            if rng.gen_bool(0.1) {
+                o.remove(&key);
+            } else if let Some(child) = o.get_mut(&key) {
+                mutate_json(child, rng, donors);
             }
-            Value::Array(a) if descend && !a.is_empty() => {
-                let i = rng.gen_range(0..a.len());
-                match rng.gen_range(0..10) {
-                    0 => {
-                        a.remove(i);
-                        return;
-                    }
-                    1 => {
-                        let copy = a[i].clone();
-                        a.push(copy);
-                        return;
-                    }
-                    _ => a.get_mut(i),
-                }
-            }
-            _ => None,
-        };
-        match next {
-            Some(n) => node = n,
-            None => break,
+            return;
         }
+        Value::Array(a) if descend && !a.is_empty() => {
+            let i = rng.gen_range(0..a.len());
+            match rng.gen_range(0..10) {
+                0 => {
+                    a.remove(i);
+                }
+                1 => {
+                    let copy = a[i].clone();
+                    a.push(copy);
+                }
+                _ => mutate_json(&mut a[i], rng, donors),
+            }
+            return;
+        }
+        _ => {}
     }
-    *node = match rng.gen_range(0..8) {
+    let replacement = match rng.gen_range(0..8) {
         0..=3 => Value::from(*BOUNDARY_NUMBERS.choose(rng).unwrap()),
         4 => donors.choose(rng).cloned().unwrap_or(Value::Null),
         5 => serde_json::json!([]),
         6 => Value::from(rng.gen::<u32>()),
-        _ => match node {
+        _ => match &*v {
             // A decimal one unit off, so that the body still parses and a check must catch it.
             Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
                 let mut digits = s.clone().into_bytes();
@@ -125,6 +117,7 @@ fn mutate_json(v: &mut Value, rng: &mut ChaCha20Rng, donors: &[Value]) {
             _ => Value::Null,
         },
     };
+    *v = replacement;
 }
 
 /// Values of a body, to move into other fields.
