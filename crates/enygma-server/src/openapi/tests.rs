@@ -207,12 +207,42 @@ fn the_request_schemas_accept_and_refuse_what_the_parsers_do() {
         extra["comment"] = "ignored".into();
         assert!(v.is_valid(&extra) && parses(&extra).is_ok(), "{instance}");
 
+        // A required field is one the parser cannot do without. The payment statements require
+        // every field and are made of decimal field elements only, so for them the schema and
+        // the parser must agree on every mutation below; the DvP statements' Go structs have
+        // optional arrays whose lengths must match each other (which JSON Schema cannot say),
+        // so only their required fields are checked here, the rest by their own tests.
+        let request_schema = instance.request_schema();
+        let required: Vec<&str> = request_schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        let strict = required.len() == request_schema["properties"].as_object().unwrap().len();
         let fields: Vec<String> = example.as_object().unwrap().keys().cloned().collect();
         for field in &fields {
             let mut without = example.clone();
             without.as_object_mut().unwrap().remove(field);
-            assert!(!v.is_valid(&without), "{instance}: {field} not required");
-            assert!(parses(&without).is_err(), "{instance}: {field}");
+            if required.contains(&field.as_str()) {
+                assert!(!v.is_valid(&without), "{instance}: {field} not required");
+                assert!(parses(&without).is_err(), "{instance}: {field}");
+            } else {
+                assert!(!strict, "{instance}: {field} not required");
+                continue;
+            }
+
+            // The rest is about fields made of decimal field elements (every payment field);
+            // the DvP requests' addresses, tree numbers and nested objects have other shapes,
+            // which their statements' own tests refuse field by field.
+            let field_schema = &request_schema["properties"][field];
+            let mut leaf = field_schema;
+            while leaf["type"] == "array" {
+                leaf = &leaf["items"];
+            }
+            if leaf["$ref"] != "#/components/schemas/FieldElement" {
+                continue;
+            }
 
             // The first field element of the field, replaced by something not canonical.
             let pointer = {
@@ -237,7 +267,7 @@ fn the_request_schemas_accept_and_refuse_what_the_parsers_do() {
                 assert!(!v.is_valid(&body), "{instance}: {pointer} = {bad}");
                 assert!(parses(&body).is_err(), "{instance}: {pointer} = {bad}");
             }
-            if example[field].is_array() {
+            if example[field].is_array() && field_schema.get("minItems").is_some() {
                 let mut shorter = example.clone();
                 shorter[field].as_array_mut().unwrap().pop();
                 assert!(!v.is_valid(&shorter), "{instance}: {field} shorter");
