@@ -537,6 +537,21 @@ pub fn match_path(path: &str) -> Option<RouteMatch<'_>> {
     })
 }
 
+/// Test support for statement modules: `body` prepares (parse, check) as `instance`, and the
+/// circuit's assignment starts with exactly the public inputs the statement reports, in order.
+#[cfg(test)]
+pub(crate) fn assert_request_proves_its_public_inputs(instance: Instance, body: &Value) {
+    let prepared = crate::prepare(instance, body.to_string().as_bytes()).unwrap();
+    let public = prepared.public_inputs().unwrap();
+    assert_eq!(public.len(), instance.num_public_inputs(), "{instance}");
+    let circuit = instance
+        .statement()
+        .circuit_for_proving(&prepared.inputs)
+        .unwrap();
+    let assignment = crate::groth16::full_assignment(circuit).unwrap();
+    assert_eq!(&assignment[1..=public.len()], public.as_slice(), "{instance}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

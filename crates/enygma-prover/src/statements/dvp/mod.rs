@@ -349,21 +349,7 @@ mod tests {
             };
             let body = instance.generate(&spec, &mut rng).unwrap();
             assert_eq!(instance.statement().size_of_request(&body), None);
-            let prepared = crate::prepare(instance, body.to_string().as_bytes()).unwrap();
-            let public = prepared.public_inputs().unwrap();
-            assert_eq!(public.len(), instance.num_public_inputs(), "{instance}");
-            let assignment = crate::groth16::full_assignment(
-                instance
-                    .statement()
-                    .circuit_for_proving(&prepared.inputs)
-                    .unwrap(),
-            )
-            .unwrap();
-            assert_eq!(
-                &assignment[1..=public.len()],
-                public.as_slice(),
-                "{instance}"
-            );
+            crate::statements::assert_request_proves_its_public_inputs(instance, &body);
             let with_sender = crate::statements::RequestSpec {
                 sender: Some(0),
                 ..Default::default()
