@@ -176,10 +176,11 @@ pub fn render_markdown(r: &Report) -> String {
         }
         let _ = writeln!(
             md,
-            "\nMean throughput {} req/s; largest window deviation {} %; largest RSS deviation from the soak mean {} MB; largest latency deviation from the mean {} ms. (Max dev. = the largest distance of one sample from the soak's mean.)\n",
+            "\nMean throughput {} req/s; largest window deviation {} %; largest RSS deviation from the soak mean {} MB; RSS trend (least-squares slope of every sample) {} MB/h; largest latency deviation from the mean {} ms. (Max dev. = the largest distance of one sample from the soak's mean.)\n",
             f2(soak.throughput_mean_rps),
             f1(soak.throughput_max_dev_pct),
             f1(soak.rss_max_dev_mb),
+            f1(soak.rss_trend_mb_per_hour),
             f1(soak.latency_max_dev_ms)
         );
     }

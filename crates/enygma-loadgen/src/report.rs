@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::load::{PhaseRun, Record};
 use crate::machine::Machine;
 use crate::rss::{peak_mean_mb, RssSample};
-use crate::stats::{max_abs_dev, mean, r3, Summary};
+use crate::stats::{max_abs_dev, mean, r3, slope, Summary};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -198,6 +198,9 @@ pub struct SoakReport {
     pub throughput_mean_rps: f64,
     pub throughput_max_dev_pct: Option<f64>,
     pub rss_max_dev_mb: Option<f64>,
+    /// Least-squares slope of every RSS sample of the soak, in MB per hour: the growth trend.
+    #[serde(default)]
+    pub rss_trend_mb_per_hour: Option<f64>,
     pub latency_max_dev_ms: Option<f64>,
 }
 
@@ -389,6 +392,12 @@ impl<'a> PhaseView<'a> {
         let (from, to) = (self.run.measure_from, self.run.end);
         let soak_rss = rss_in(rss, epoch, from, to);
         let rss_mean = mean(&soak_rss.iter().map(|s| s.mb()).collect::<Vec<_>>());
+        let rss_trend = slope(
+            &soak_rss
+                .iter()
+                .map(|s| ((s.at - soak_rss[0].at).as_secs_f64() / 3600.0, s.mb()))
+                .collect::<Vec<_>>(),
+        );
         let lat_mean = overall.latency_ms.map(|s| s.mean);
         let mut windows = Vec::new();
         let mut start = from;
@@ -450,6 +459,7 @@ impl<'a> PhaseView<'a> {
             throughput_mean_rps: r3(tput_mean),
             throughput_max_dev_pct: max_of(&|w| w.throughput_dev_pct),
             rss_max_dev_mb: max_of(&|w| w.rss_max_dev_mb),
+            rss_trend_mb_per_hour: rss_trend.map(r3),
             latency_max_dev_ms: max_of(&|w| w.latency_max_dev_ms),
             window_s: secs(window),
             windows,

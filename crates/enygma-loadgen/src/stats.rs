@@ -29,6 +29,18 @@ pub fn max_abs_dev(xs: &[f64], center: f64) -> Option<f64> {
         .fold(None, |m, d| Some(m.map_or(d, |m: f64| m.max(d))))
 }
 
+/// Least-squares slope of `y` over `x` (`None` with fewer than two distinct `x`). A soak's RSS
+/// growth trend: a slowly leaking service shows a positive slope even when every window stays
+/// within a few MB of the mean.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let mx = mean(&points.iter().map(|p| p.0).collect::<Vec<_>>())?;
+    let my = mean(&points.iter().map(|p| p.1).collect::<Vec<_>>())?;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (n >= 2.0 && sxx > 0.0).then(|| sxy / sxx)
+}
+
 /// Rounds to 3 decimals for reports (sub-microsecond noise in ms values is not information).
 pub fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
@@ -69,6 +81,14 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slope_is_the_least_squares_fit() {
+        assert_eq!(slope(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]), Some(2.0));
+        assert_eq!(slope(&[(0.0, 4.0), (1.0, 0.0), (2.0, 4.0)]), Some(0.0));
+        assert_eq!(slope(&[(1.0, 1.0), (1.0, 2.0)]), None);
+        assert_eq!(slope(&[]), None);
+    }
 
     #[test]
     fn nearest_rank() {
