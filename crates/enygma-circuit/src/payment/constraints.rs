@@ -991,4 +991,113 @@ mod tests {
             );
         }
     }
+
+    /// Synthesizes `inputs` with a [`ConstraintLayer`] installed that records this crate's
+    /// namespaces only (arkworks' own gadget spans format their operands: synthesis would take
+    /// minutes), and returns the trace of the first unsatisfied constraint.
+    ///
+    /// [`ConstraintLayer`]: ark_relations::gr1cs::ConstraintLayer
+    fn first_unsatisfied(inputs: &PaymentInputs) -> Option<String> {
+        use ark_relations::gr1cs::{ConstraintLayer, TracingMode};
+        use tracing_subscriber::{filter::filter_fn, layer::SubscriberExt};
+        let subscriber = tracing_subscriber::registry()
+            .with(ConstraintLayer::new(TracingMode::OnlyConstraints))
+            .with(filter_fn(|m| {
+                m.module_path()
+                    .is_some_and(|p| p.starts_with("enygma_circuit"))
+            }));
+        tracing::subscriber::with_default(subscriber, || {
+            let cs = ConstraintSystem::<Fr>::new_ref();
+            PaymentCircuit::for_proving(inputs.clone())
+                .generate_constraints(cs.clone())
+                .expect("the hints of these forgeries can be computed");
+            cs.which_is_unsatisfied().unwrap()
+        })
+    }
+
+    /// A forged witness that breaks one check: the native checks report that check, and the
+    /// circuit's first unsatisfied constraint lies in its namespace.
+    #[test]
+    fn an_unsatisfied_constraint_names_its_check() {
+        let transfer = sample(Kind::Transfer, 3, 1, 21);
+        let deposit = sample(Kind::Deposit, 2, 0, 22);
+        let withdraw = sample(Kind::Withdraw, 2, 1, 23);
+        let repeated = PaymentInputs::generate_withdraw(
+            2,
+            0,
+            &[50, 50],
+            100,
+            &mut rand_chacha::ChaCha8Rng::seed_from_u64(24),
+        );
+        type Edit = fn(&mut PaymentInputs);
+        let forgeries: [(&PaymentInputs, Check, Edit); 17] = [
+            (&transfer, Check::SenderInAnonymitySet, |t| {
+                t.anonymity_set[0] = *t.sender_id
+            }),
+            (&transfer, Check::SenderTxValue, |t| {
+                t.tx_values[1] += Fr::ONE
+            }),
+            (&transfer, Check::PointsOnCurve, |t| {
+                t.previous_commits[2].0 += Fr::ONE
+            }),
+            (&transfer, Check::SharedSecret, |t| *t.secret_key += Fr::ONE),
+            (&transfer, Check::HashedSharedSecrets, |t| {
+                t.hashed_shared_secrets[0] += Fr::ONE
+            }),
+            (&transfer, Check::PublicKey, |t| t.public_keys[1] += Fr::ONE),
+            (&transfer, Check::PreviousCommitment, |t| {
+                *t.previous_sender_balance += Fr::ONE
+            }),
+            (&transfer, Check::MessageTags, |t| {
+                t.message_tags[2] += Fr::ONE
+            }),
+            (&transfer, Check::ValueConservation, |t| {
+                t.tx_values[2] += Fr::ONE;
+                recommit(t, 2)
+            }),
+            (&transfer, Check::Nullifier, |t| t.nullifier += Fr::ONE),
+            (&transfer, Check::TxCommitments, |t| t.tx_commits.swap(0, 2)),
+            (&transfer, Check::RandomFactors, |t| {
+                t.tx_random_values[0] += Fr::ONE;
+                t.tx_random_values[2] -= Fr::ONE;
+                recommit(t, 0);
+                recommit(t, 2);
+            }),
+            (&deposit, Check::DvpHash, |t| match &mut t.dvp {
+                Dvp::Deposit(d) => *d.salt_out += Fr::ONE,
+                _ => unreachable!(),
+            }),
+            (&withdraw, Check::DvpHash, |t| {
+                withdraw_mut(t).hashes[0] += Fr::ONE
+            }),
+            (&withdraw, Check::WithdrawnValue, |t| {
+                empty_slot(withdraw_mut(t), 1)
+            }),
+            (&withdraw, Check::EmptyDepositSlot, |t| {
+                withdraw_mut(t).hashes[5] = Fr::from(5u64)
+            }),
+            // One deposit of 50 in two slots, credited 100.
+            (&repeated, Check::DistinctDeposits, |t| {
+                let w = withdraw_mut(t);
+                for field in [
+                    &mut w.hashes,
+                    &mut w.sk_deposits,
+                    &mut w.v_per_deposit,
+                    &mut w.salts_in,
+                ] {
+                    field[1] = field[0];
+                }
+            }),
+        ];
+        for (good, check, edit) in forgeries {
+            let mut t = good.clone();
+            edit(&mut t);
+            assert_eq!(t.check().unwrap_err().check, check);
+            let trace = first_unsatisfied(&t).expect("unsatisfied");
+            assert!(
+                trace.contains(check.label()),
+                "{check}: the first unsatisfied constraint is at\n{trace}"
+            );
+        }
+    }
 }
