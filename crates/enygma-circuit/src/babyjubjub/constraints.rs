@@ -461,4 +461,47 @@ mod tests {
         off.enforce_on_curve().unwrap();
         assert!(!cs.is_satisfied().unwrap());
     }
+
+    /// `AllocVar`, `EqGadget` and `CondSelectGadget` against the native points, and their
+    /// exact costs: allocation and equality with a constant free of booleans, selection 2,
+    /// `is_eq` 5 (2 per coordinate and their conjunction), `enforce_equal` 2.
+    #[test]
+    fn point_var_speaks_r1cs_std() {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        let (g, h) = (generator_g(), generator_h());
+        let gv = PointVar::new_witness(cs.clone(), || Ok(g)).unwrap();
+        let hv = PointVar::new_input(cs.clone(), || Ok(h)).unwrap();
+        assert_eq!((gv.value().unwrap(), hv.value().unwrap()), (g, h));
+        assert_eq!(cs.num_witness_variables(), 2);
+        assert_eq!(cs.num_instance_variables(), 1 + 2);
+        assert_eq!(cs.num_constraints(), 0);
+        for bit in [true, false] {
+            let cond = Boolean::new_witness(cs.clone(), || Ok(bit)).unwrap();
+            let expected = if bit { g } else { h };
+            let costs = |f: &dyn Fn()| {
+                let before = cs.num_constraints();
+                f();
+                cs.num_constraints() - before
+            };
+            let picked = PointVar::conditionally_select(&cond, &gv, &hv).unwrap();
+            assert_eq!(picked.value().unwrap(), expected);
+            assert_eq!(
+                costs(&|| {
+                    PointVar::conditionally_select(&cond, &gv, &hv).unwrap();
+                }),
+                2
+            );
+            assert_eq!(
+                costs(&|| assert_eq!(picked.is_eq(&gv).unwrap().value().unwrap(), bit)),
+                5
+            );
+            assert_eq!(
+                costs(&|| picked.enforce_equal(&PointVar::constant(&expected)).unwrap()),
+                2
+            );
+        }
+        assert!(cs.is_satisfied().unwrap());
+        gv.enforce_equal(&hv).unwrap();
+        assert!(!cs.is_satisfied().unwrap());
+    }
 }
