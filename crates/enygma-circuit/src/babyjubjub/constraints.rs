@@ -496,7 +496,9 @@ mod tests {
                 5
             );
             assert_eq!(
-                costs(&|| picked.enforce_equal(&PointVar::constant(&expected)).unwrap()),
+                costs(&|| picked
+                    .enforce_equal(&PointVar::constant(&expected))
+                    .unwrap()),
                 2
             );
         }

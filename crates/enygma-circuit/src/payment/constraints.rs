@@ -1100,4 +1100,104 @@ mod tests {
             );
         }
     }
+
+    /// Every field element of the inputs, public or private.
+    fn elements_mut(t: &mut PaymentInputs) -> Vec<&mut Fr> {
+        let PaymentInputs {
+            sender_id,
+            anonymity_set,
+            secret_key,
+            shared_secrets,
+            hashed_shared_secrets,
+            public_keys,
+            previous_sender_balance,
+            previous_sender_random_value,
+            previous_commits,
+            tx_commits,
+            tx_values,
+            tx_random_values,
+            sender_tx_value,
+            nullifier,
+            block_number,
+            message_tags,
+            dvp,
+        } = t;
+        let mut out: Vec<&mut Fr> = vec![
+            &mut **sender_id,
+            &mut **secret_key,
+            &mut **previous_sender_balance,
+            &mut **previous_sender_random_value,
+            &mut **sender_tx_value,
+            nullifier,
+            block_number,
+        ];
+        for list in [
+            &mut **anonymity_set,
+            &mut **shared_secrets,
+            &mut **hashed_shared_secrets,
+            &mut **public_keys,
+            &mut **tx_values,
+            &mut **tx_random_values,
+            &mut **message_tags,
+        ] {
+            out.extend(list.iter_mut());
+        }
+        for (x, y) in previous_commits.iter_mut().chain(tx_commits.iter_mut()) {
+            out.extend([x, y]);
+        }
+        match dvp {
+            Dvp::None => {}
+            Dvp::Deposit(d) => {
+                out.extend([&mut d.hash, &mut *d.pk, &mut *d.address, &mut *d.salt_out])
+            }
+            Dvp::Withdraw(w) => {
+                out.push(&mut *w.address);
+                for list in [
+                    &mut w.hashes,
+                    &mut *w.sk_deposits,
+                    &mut *w.v_per_deposit,
+                    &mut *w.salts_in,
+                ] {
+                    out.extend(list.iter_mut());
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        // About 50 ms a case in the dev profile (the three statements at k = 2): 13 s.
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        /// For a single field element of a valid witness changed (by one, by L, to zero, to its
+        /// negation or to a random element), the native checks pass exactly when the circuit
+        /// is satisfied.
+        #[test]
+        fn native_checks_pass_exactly_when_the_circuit_is_satisfied(
+            kind in proptest::sample::select(Kind::ALL.to_vec()),
+            element in proptest::prelude::any::<proptest::sample::Index>(),
+            mutation in 0..5u8,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            use ark_ff::UniformRand;
+            let mut t = sample(kind, 2, 1, 30);
+            {
+                let mut elements = elements_mut(&mut t);
+                let x = elements.swap_remove(element.index(elements.len()));
+                *x = match mutation {
+                    0 => *x + Fr::ONE,
+                    1 => *x + modl::l_fr(),
+                    2 => Fr::ZERO,
+                    3 => -*x,
+                    _ => Fr::rand(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed)),
+                };
+            }
+            let native = t.check();
+            proptest::prop_assert_eq!(native.is_ok(), satisfied(&t), "native: {:?}", native);
+        }
+    }
 }
