@@ -1166,7 +1166,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        // About 50 ms a case in the dev profile (the three statements at k = 2): 13 s.
+        // The three statements at k = 2: 13 to 20 s in the dev profile on two busy cores.
         #![proptest_config(proptest::prelude::ProptestConfig {
             cases: 256,
             failure_persistence: None,
