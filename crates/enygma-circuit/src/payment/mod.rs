@@ -1138,6 +1138,15 @@ mod tests {
     }
 
     #[test]
+    fn checks_are_numbered_in_order_and_labelled_by_number_and_name() {
+        for (i, check) in Check::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(check.number()), i + 1);
+            assert_eq!(check.label(), format!("check {} ({})", i + 1, check.name()));
+        }
+        assert_eq!(Check::ALL.len(), 18);
+    }
+
+    #[test]
     fn failure_messages_name_the_check_and_never_a_value() {
         let mut t = PaymentInputs::generate(Kind::Transfer, 2, 0, 1, 1, &mut rng(5));
         t.message_tags[1] += Fr::ONE;
