@@ -11,6 +11,7 @@
 //!   [`FixedBaseTable::new`].
 
 use std::{
+    borrow::Borrow,
     collections::HashMap,
     sync::{Arc, Mutex, OnceLock},
 };
@@ -18,9 +19,15 @@ use std::{
 use ark_ec::{AffineRepr, CurveGroup, PrimeGroup};
 use ark_ff::{AdditiveGroup, Field};
 use ark_r1cs_std::{
-    alloc::AllocVar, boolean::Boolean, eq::EqGadget, fields::fp::FpVar, fields::FieldVar, GR1CSVar,
+    alloc::{AllocVar, AllocationMode},
+    boolean::Boolean,
+    eq::EqGadget,
+    fields::fp::FpVar,
+    fields::FieldVar,
+    select::CondSelectGadget,
+    GR1CSVar,
 };
-use ark_relations::gr1cs::SynthesisError;
+use ark_relations::gr1cs::{Namespace, SynthesisError};
 use num_bigint::BigUint;
 
 use super::{generators, to_montgomery, Point, PointProjective, COEFF_A, COEFF_D, MONT_A};
@@ -88,13 +95,69 @@ impl PointVar {
         Ok(Self { x, y })
     }
 
-    pub fn enforce_equal(&self, other: &Self) -> Result<(), SynthesisError> {
-        self.x.enforce_equal(&other.x)?;
-        self.y.enforce_equal(&other.y)
+    /// `−P = (−x, y)`: free, a linear combination.
+    pub fn negate(&self) -> Self {
+        Self {
+            x: FpVar::zero() - &self.x,
+            y: self.y.clone(),
+        }
     }
 
     pub fn value(&self) -> Result<Point, SynthesisError> {
         Ok(Point::new_unchecked(self.x.value()?, self.y.value()?))
+    }
+}
+
+/// Both coordinates, x first. The point is not checked to be on the curve: a public point may
+/// be anything, and [`PointVar::enforce_on_curve`] says where that matters.
+impl AllocVar<Point, Fr> for PointVar {
+    fn new_variable<T: Borrow<Point>>(
+        cs: impl Into<Namespace<Fr>>,
+        f: impl FnOnce() -> Result<T, SynthesisError>,
+        mode: AllocationMode,
+    ) -> Result<Self, SynthesisError> {
+        let cs = cs.into().cs();
+        let xy = f().map(|p| (p.borrow().x, p.borrow().y));
+        Ok(Self {
+            x: FpVar::new_variable(cs.clone(), || xy.map(|(x, _)| x), mode)?,
+            y: FpVar::new_variable(cs, || xy.map(|(_, y)| y), mode)?,
+        })
+    }
+}
+
+/// Coordinate-wise: affine coordinates are unique, so equal points have equal coordinates.
+/// Enforcing equality costs one constraint per coordinate that is not constant on both sides.
+impl EqGadget<Fr> for PointVar {
+    fn is_eq(&self, other: &Self) -> Result<Boolean<Fr>, SynthesisError> {
+        Ok(self.x.is_eq(&other.x)? & self.y.is_eq(&other.y)?)
+    }
+
+    fn conditional_enforce_equal(
+        &self,
+        other: &Self,
+        should_enforce: &Boolean<Fr>,
+    ) -> Result<(), SynthesisError> {
+        self.x.conditional_enforce_equal(&other.x, should_enforce)?;
+        self.y.conditional_enforce_equal(&other.y, should_enforce)
+    }
+
+    fn enforce_equal(&self, other: &Self) -> Result<(), SynthesisError> {
+        self.x.enforce_equal(&other.x)?;
+        self.y.enforce_equal(&other.y)
+    }
+}
+
+/// Coordinate-wise (one constraint per coordinate unless the condition is constant).
+impl CondSelectGadget<Fr> for PointVar {
+    fn conditionally_select(
+        cond: &Boolean<Fr>,
+        true_value: &Self,
+        false_value: &Self,
+    ) -> Result<Self, SynthesisError> {
+        Ok(Self {
+            x: FpVar::conditionally_select(cond, &true_value.x, &false_value.x)?,
+            y: FpVar::conditionally_select(cond, &true_value.y, &false_value.y)?,
+        })
     }
 }
 
@@ -243,10 +306,12 @@ impl FixedBaseTable {
     }
 }
 
+/// The tables built so far, by generator and scalar length.
+type TableCache = Mutex<HashMap<(Generator, usize), Arc<FixedBaseTable>>>;
+
 /// Tables for the Pedersen generators, built once per scalar length.
 fn table(generator: Generator, num_bits: usize) -> Arc<FixedBaseTable> {
-    static CACHE: OnceLock<Mutex<HashMap<(Generator, usize), Arc<FixedBaseTable>>>> =
-        OnceLock::new();
+    static CACHE: OnceLock<TableCache> = OnceLock::new();
     let mut cache = CACHE
         .get_or_init(Default::default)
         .lock()
@@ -394,6 +459,51 @@ mod tests {
             FpVar::new_witness(cs.clone(), || Ok(h.y + Fr::ONE)).unwrap(),
         );
         off.enforce_on_curve().unwrap();
+        assert!(!cs.is_satisfied().unwrap());
+    }
+
+    /// `AllocVar`, `EqGadget` and `CondSelectGadget` against the native points, and their
+    /// exact costs: allocation and equality with a constant free of booleans, selection 2,
+    /// `is_eq` 5 (2 per coordinate and their conjunction), `enforce_equal` 2.
+    #[test]
+    fn point_var_speaks_r1cs_std() {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        let (g, h) = (generator_g(), generator_h());
+        let gv = PointVar::new_witness(cs.clone(), || Ok(g)).unwrap();
+        let hv = PointVar::new_input(cs.clone(), || Ok(h)).unwrap();
+        assert_eq!((gv.value().unwrap(), hv.value().unwrap()), (g, h));
+        assert_eq!(cs.num_witness_variables(), 2);
+        assert_eq!(cs.num_instance_variables(), 1 + 2);
+        assert_eq!(cs.num_constraints(), 0);
+        for bit in [true, false] {
+            let cond = Boolean::new_witness(cs.clone(), || Ok(bit)).unwrap();
+            let expected = if bit { g } else { h };
+            let costs = |f: &dyn Fn()| {
+                let before = cs.num_constraints();
+                f();
+                cs.num_constraints() - before
+            };
+            let picked = PointVar::conditionally_select(&cond, &gv, &hv).unwrap();
+            assert_eq!(picked.value().unwrap(), expected);
+            assert_eq!(
+                costs(&|| {
+                    PointVar::conditionally_select(&cond, &gv, &hv).unwrap();
+                }),
+                2
+            );
+            assert_eq!(
+                costs(&|| assert_eq!(picked.is_eq(&gv).unwrap().value().unwrap(), bit)),
+                5
+            );
+            assert_eq!(
+                costs(&|| picked
+                    .enforce_equal(&PointVar::constant(&expected))
+                    .unwrap()),
+                2
+            );
+        }
+        assert!(cs.is_satisfied().unwrap());
+        gv.enforce_equal(&hv).unwrap();
         assert!(!cs.is_satisfied().unwrap());
     }
 }

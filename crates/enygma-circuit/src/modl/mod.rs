@@ -55,6 +55,12 @@ pub fn reduce(x: &Fr) -> Fr {
     div_rem(x).1
 }
 
+/// `true` when `x`'s canonical integer is a multiple of L (0, L, …, 7L): check 9's test that
+/// Pedersen of a sum is the identity, without multiplying anything.
+pub fn is_multiple_of_l(x: &Fr) -> bool {
+    div_rem(x).1 == Fr::from(0u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,7 +70,7 @@ mod tests {
     fn l_fits_251_bits_and_r_is_below_8l() {
         assert_eq!(l_biguint().bits(), L_BITS as u64);
         let r = BigUint::from_bytes_le(&Fr::MODULUS.to_bytes_le());
-        assert!(&r < &(l_biguint() * 8u32) && &r > &(l_biguint() * 7u32));
+        assert!(r < l_biguint() * 8u32 && r > l_biguint() * 7u32);
     }
 
     #[test]
@@ -79,10 +85,4 @@ mod tests {
         assert_eq!(q, 7);
         assert_eq!(Fr::from(7u64) * l + rem, minus_one);
     }
-}
-
-/// `true` when `x`'s canonical integer is a multiple of L (0, L, …, 7L): check 9's test that
-/// Pedersen of a sum is the identity, without multiplying anything.
-pub fn is_multiple_of_l(x: &Fr) -> bool {
-    div_rem(x).1 == Fr::from(0u64)
 }

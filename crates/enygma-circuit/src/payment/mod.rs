@@ -145,35 +145,6 @@ pub struct Withdraw {
     pub salts_in: Secret<Vec<Fr>>,
 }
 
-impl Withdraw {
-    /// Checks 16–18, given the credited value v (see the module documentation).
-    fn check_claimed_deposits(&self, v: &Fr) -> Result<(), CheckFailure> {
-        // 16
-        if let Some(j) = first_bad(&self.v_per_deposit, |_, x| !fits_bits(x, VALUE_BITS)) {
-            return Err(fail(
-                16,
-                Some(format!("v_per_deposit[{j}] must be below 2^252")),
-            ));
-        }
-        let claimed: num_bigint::BigUint = self.v_per_deposit.iter().map(modl::to_biguint).sum();
-        if claimed != modl::to_biguint(v) {
-            return Err(fail(
-                16,
-                Some("sender_tx_value must be the sum of v_per_deposit".into()),
-            ));
-        }
-        // 17
-        ensure_all(&self.hashes, 17, "hashes", |j, h| {
-            !self.v_per_deposit[j].is_zero() || h.is_zero()
-        })?;
-        // 18
-        match dvp::repeated_note(&self.hashes) {
-            None => Ok(()),
-            Some((i, j)) => Err(fail(18, Some(format!("hashes[{i}] and hashes[{j}]")))),
-        }
-    }
-}
-
 /// The statement-specific part of the inputs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Dvp {
@@ -208,18 +179,102 @@ pub struct PaymentInputs {
     pub dvp: Dvp,
 }
 
+/// Declares [`Check`] from one list: each check's number, variant and name, so that the failure
+/// messages and the circuit's constraint namespaces cannot disagree.
+macro_rules! checks {
+    ($($(#[$doc:meta])* $number:literal $variant:ident $name:literal,)*) => {
+        /// A check of the payment statements (see the module documentation), as reported by
+        /// [`PaymentInputs::check`] and named by the circuit's constraint namespaces.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[repr(u8)]
+        pub enum Check {
+            $($(#[$doc])* $variant = $number,)*
+        }
+
+        impl Check {
+            /// Every check, in order.
+            pub const ALL: [Check; [$($number),*].len()] = [$(Check::$variant),*];
+
+            /// The check's number in the module documentation (1–18).
+            pub const fn number(self) -> u8 {
+                self as u8
+            }
+
+            /// The check's name in messages (`shared secret`).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Check::$variant => $name,)*
+                }
+            }
+
+            /// `check 4 (shared secret)`: how messages and the circuit's constraint namespaces
+            /// name the check.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(Check::$variant => concat!("check ", $number, " (", $name, ")"),)*
+                }
+            }
+        }
+    };
+}
+
+checks! {
+    1 SenderInAnonymitySet "sender in anonymity set",
+    2 SenderTxValue "sender tx value",
+    3 PointsOnCurve "points on curve",
+    4 SharedSecret "shared secret",
+    5 HashedSharedSecrets "hashed shared secrets",
+    6 PublicKey "public key",
+    7 PreviousCommitment "previous commitment",
+    8 MessageTags "message tags",
+    9 ValueConservation "value conservation",
+    10 SumOfTxCommitments "sum of tx commitments",
+    11 BalanceRange "balance range",
+    12 Nullifier "nullifier",
+    13 TxCommitments "tx commitments",
+    14 RandomFactors "random factors",
+    15 DvpHash "dvp hash",
+    16 WithdrawnValue "withdrawn value",
+    17 EmptyDepositSlot "empty deposit slot",
+    18 DistinctDeposits "distinct deposits",
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// A check of the statement that the inputs do not satisfy. Its message names the check and,
 /// where it helps, the public field or index concerned; never a secret value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckFailure {
-    pub check: u8,
-    pub name: &'static str,
+    pub check: Check,
     pub detail: Option<String>,
 }
 
+impl CheckFailure {
+    fn new(check: Check, detail: impl Into<String>) -> Self {
+        Self {
+            check,
+            detail: Some(detail.into()),
+        }
+    }
+}
+
+impl From<Check> for CheckFailure {
+    fn from(check: Check) -> Self {
+        Self {
+            check,
+            detail: None,
+        }
+    }
+}
+
+/// `check 8 (message tags) failed: message_tags[1]`.
 impl fmt::Display for CheckFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "check {} ({}) failed", self.check, self.name)?;
+        write!(f, "{} failed", self.check)?;
         if let Some(detail) = &self.detail {
             write!(f, ": {detail}")?;
         }
@@ -229,41 +284,11 @@ impl fmt::Display for CheckFailure {
 
 impl std::error::Error for CheckFailure {}
 
-/// Names of the checks, indexed by number − 1.
-pub const CHECK_NAMES: [&str; 18] = [
-    "sender in anonymity set",
-    "sender tx value",
-    "points on curve",
-    "shared secret",
-    "hashed shared secrets",
-    "public key",
-    "previous commitment",
-    "message tags",
-    "value conservation",
-    "sum of tx commitments",
-    "balance range",
-    "nullifier",
-    "tx commitments",
-    "random factors",
-    "dvp hash",
-    "withdrawn value",
-    "empty deposit slot",
-    "distinct deposits",
-];
-
-fn fail(check: u8, detail: Option<String>) -> CheckFailure {
-    CheckFailure {
-        check,
-        name: CHECK_NAMES[check as usize - 1],
-        detail,
-    }
-}
-
-fn ensure(ok: bool, check: u8) -> Result<(), CheckFailure> {
+fn ensure(ok: bool, check: Check) -> Result<(), CheckFailure> {
     if ok {
         Ok(())
     } else {
-        Err(fail(check, None))
+        Err(check.into())
     }
 }
 
@@ -272,15 +297,16 @@ fn first_bad<T>(items: &[T], bad: impl Fn(usize, &T) -> bool) -> Option<usize> {
     items.iter().enumerate().position(|(i, x)| bad(i, x))
 }
 
+/// `ok` holds for every item, else the failure of `check` naming the first other as `field[i]`.
 fn ensure_all<T>(
     items: &[T],
-    check: u8,
+    check: Check,
     field: &str,
     ok: impl Fn(usize, &T) -> bool,
 ) -> Result<(), CheckFailure> {
     match first_bad(items, |i, x| !ok(i, x)) {
         None => Ok(()),
-        Some(i) => Err(fail(check, Some(format!("{field}[{i}]")))),
+        Some(i) => Err(CheckFailure::new(check, format!("{field}[{i}]"))),
     }
 }
 
@@ -387,10 +413,42 @@ impl PaymentInputs {
     }
 
     /// Evaluates every check of the statement natively, in order, and returns the sender's
-    /// index. Proving inputs that fail here would only fail later, after far more work.
+    /// index. Proving inputs that fail here would only fail later, after far more work. Each
+    /// check is one function, named as its gadget in [`constraints`] (`check_nullifier` ↔
+    /// `enforce_nullifier`).
     pub fn check(&self) -> Result<usize, CheckFailure> {
+        self.assert_lengths();
+        let s = self.check_sender_in_anonymity_set()?;
+        self.check_sender_tx_value(s)?;
+        self.check_points_on_curve()?;
+        self.check_shared_secret(s)?;
+        self.check_hashed_shared_secrets()?;
+        self.check_public_key(s)?;
+        self.check_previous_commitment(s)?;
+        self.check_message_tags()?;
+        self.check_value_conservation(s)?;
+        if self.kind() == Kind::Transfer {
+            self.check_sum_of_tx_commitments()?;
+        }
+        self.check_balance_range()?;
+        self.check_nullifier(s)?;
+        self.check_tx_commitments()?;
+        self.check_random_factors(s)?;
+        match &self.dvp {
+            Dvp::None => {}
+            Dvp::Deposit(d) => d.check_dvp_hash(&self.sender_tx_value)?,
+            Dvp::Withdraw(w) => {
+                w.check_dvp_hashes()?;
+                w.check_withdrawn_value(&self.sender_tx_value)?;
+                w.check_empty_deposit_slots()?;
+                w.check_distinct_deposits()?;
+            }
+        }
+        Ok(s)
+    }
+
+    fn assert_lengths(&self) {
         let k = self.k();
-        let kind = self.kind();
         let lengths = [
             self.shared_secrets.len(),
             self.hashed_shared_secrets.len(),
@@ -417,132 +475,228 @@ impl PaymentInputs {
                 "the request model guarantees 10 slots"
             );
         }
+    }
 
-        // 1
-        let matches: Vec<usize> = (0..k)
-            .filter(|&i| self.anonymity_set[i] == *self.sender_id)
-            .collect();
-        let s = match matches.as_slice() {
-            [s] => *s,
-            [] => return Err(fail(1, Some("sender_id is not in anonymity_set".into()))),
-            _ => {
-                return Err(fail(
-                    1,
-                    Some("sender_id occurs more than once in anonymity_set".into()),
-                ))
-            }
-        };
+    /// Check 1; returns the sender's index s.
+    fn check_sender_in_anonymity_set(&self) -> Result<usize, CheckFailure> {
+        let check = Check::SenderInAnonymitySet;
+        let mut matches = (0..self.k()).filter(|&i| self.anonymity_set[i] == *self.sender_id);
+        match (matches.next(), matches.next()) {
+            (Some(s), None) => Ok(s),
+            (None, _) => Err(CheckFailure::new(
+                check,
+                "sender_id is not in anonymity_set",
+            )),
+            (Some(_), Some(_)) => Err(CheckFailure::new(
+                check,
+                "sender_id occurs more than once in anonymity_set",
+            )),
+        }
+    }
+
+    fn check_sender_tx_value(&self, s: usize) -> Result<(), CheckFailure> {
+        ensure(
+            self.tx_values[s] == sender_tx_value(self.kind(), &self.sender_tx_value),
+            Check::SenderTxValue,
+        )
+    }
+
+    fn check_points_on_curve(&self) -> Result<(), CheckFailure> {
+        let on_curve = |_, p: &(Fr, Fr)| babyjubjub::is_on_curve(p.0, p.1);
+        ensure_all(
+            &self.previous_commits,
+            Check::PointsOnCurve,
+            "previous_commits",
+            on_curve,
+        )?;
+        ensure_all(
+            &self.tx_commits,
+            Check::PointsOnCurve,
+            "tx_commits",
+            on_curve,
+        )
+    }
+
+    fn check_shared_secret(&self, s: usize) -> Result<(), CheckFailure> {
         // Copies on the stack, as every computation with them makes (see `crate::secret`).
-        let (v, b, r) = (
-            *self.sender_tx_value,
+        let (r, sk) = (*self.previous_sender_random_value, *self.secret_key);
+        ensure(
+            self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, sk])),
+            Check::SharedSecret,
+        )
+    }
+
+    fn check_hashed_shared_secrets(&self) -> Result<(), CheckFailure> {
+        ensure_all(
+            &self.hashed_shared_secrets,
+            Check::HashedSharedSecrets,
+            "hashed_shared_secrets",
+            |i, h| *h == hashed_shared_secret(&self.shared_secrets[i]),
+        )
+    }
+
+    fn check_public_key(&self, s: usize) -> Result<(), CheckFailure> {
+        ensure(
+            self.public_keys[s] == public_key(&self.secret_key),
+            Check::PublicKey,
+        )
+    }
+
+    fn check_previous_commitment(&self, s: usize) -> Result<(), CheckFailure> {
+        let (b, r) = (
             *self.previous_sender_balance,
             *self.previous_sender_random_value,
         );
-        // 2
-        ensure(self.tx_values[s] == sender_tx_value(kind, &v), 2)?;
-        // 3
-        ensure_all(&self.previous_commits, 3, "previous_commits", |_, p| {
-            babyjubjub::is_on_curve(p.0, p.1)
-        })?;
-        ensure_all(&self.tx_commits, 3, "tx_commits", |_, p| {
-            babyjubjub::is_on_curve(p.0, p.1)
-        })?;
-        // 4
-        ensure(
-            self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, *self.secret_key])),
-            4,
-        )?;
-        // 5
-        ensure_all(
-            &self.hashed_shared_secrets,
-            5,
-            "hashed_shared_secrets",
-            |i, h| *h == hashed_shared_secret(&self.shared_secrets[i]),
-        )?;
-        // 6
-        ensure(self.public_keys[s] == public_key(&self.secret_key), 6)?;
-        // 7
         ensure(
             point(&self.previous_commits[s]) == babyjubjub::pedersen(&b, &r),
-            7,
-        )?;
-        // 8
-        ensure_all(&self.message_tags, 8, "message_tags", |i, t| {
-            *t == message_tag(&self.shared_secrets[i], &self.block_number)
-        })?;
-        // 9
-        let random_sum: Fr = self.tx_random_values.iter().sum();
-        let values_conserved = match kind {
+            Check::PreviousCommitment,
+        )
+    }
+
+    fn check_message_tags(&self) -> Result<(), CheckFailure> {
+        ensure_all(
+            &self.message_tags,
+            Check::MessageTags,
+            "message_tags",
+            |i, t| *t == message_tag(&self.shared_secrets[i], &self.block_number),
+        )
+    }
+
+    fn check_value_conservation(&self, s: usize) -> Result<(), CheckFailure> {
+        let values_conserved = match self.kind() {
             Kind::Transfer => modl::is_multiple_of_l(&self.tx_values.iter().sum()),
             // Integers, not field elements: see check 9 in the module documentation.
             Kind::Deposit | Kind::Withdraw => {
-                let others: num_bigint::BigUint = (0..k)
+                let others: num_bigint::BigUint = (0..self.k())
                     .filter(|&i| i != s)
                     .map(|i| modl::to_biguint(&self.tx_values[i]))
                     .sum();
                 others % modl::l_biguint() == num_bigint::BigUint::ZERO
             }
         };
-        ensure(values_conserved && modl::is_multiple_of_l(&random_sum), 9)?;
-        // 10
-        if kind == Kind::Transfer {
-            let commit_sum = self
-                .tx_commits
-                .iter()
-                .map(point)
-                .fold(babyjubjub::PointProjective::default(), |acc, p| acc + p);
-            ensure(commit_sum.into_affine().is_zero(), 10)?;
-        }
-        // 11
-        let covered = kind == Kind::Withdraw || b.into_bigint() >= v.into_bigint();
+        let random_sum: Fr = self.tx_random_values.iter().sum();
         ensure(
-            fits_bits(&b, VALUE_BITS) && fits_bits(&v, VALUE_BITS) && covered,
-            11,
-        )?;
-        // 12
-        ensure(
-            self.nullifier == poseidon::hash(&[self.hashed_shared_secrets[s], self.block_number]),
-            12,
-        )?;
-        // 13
-        if let Some(i) = first_bad(&self.tx_values, |_, tv| !fits_bits(tv, VALUE_BITS)) {
-            return Err(fail(
-                13,
-                Some(format!("tx_values[{i}] must be below 2^252")),
-            ));
-        }
-        ensure_all(&self.tx_commits, 13, "tx_commits", |i, c| {
-            point(c) == babyjubjub::pedersen(&self.tx_values[i], &self.tx_random_values[i])
-        })?;
-        // 14
-        let expected = random_factors(&self.shared_secrets, &self.block_number, s);
-        ensure_all(&self.tx_random_values, 14, "tx_random_values", |i, t| {
-            *t == expected[i]
-        })?;
-        // 15
-        match &self.dvp {
-            Dvp::None => {}
-            Dvp::Deposit(d) => ensure(
-                d.hash == dvp::erc20_commitment(&d.pk, &d.salt_out, &v, &d.address),
-                15,
-            )?,
-            Dvp::Withdraw(w) => {
-                ensure_all(&w.hashes, 15, "hashes", |j, h| {
-                    w.v_per_deposit[j].is_zero()
-                        || *h
-                            == dvp::erc20_commitment(
-                                &public_key(&w.sk_deposits[j]),
-                                &w.salts_in[j],
-                                &w.v_per_deposit[j],
-                                &w.address,
-                            )
-                })?;
-                w.check_claimed_deposits(&v)?;
-            }
-        }
-        Ok(s)
+            values_conserved && modl::is_multiple_of_l(&random_sum),
+            Check::ValueConservation,
+        )
     }
 
+    /// Check 10, of a transfer.
+    fn check_sum_of_tx_commitments(&self) -> Result<(), CheckFailure> {
+        let commit_sum = self
+            .tx_commits
+            .iter()
+            .map(point)
+            .fold(babyjubjub::PointProjective::default(), |acc, p| acc + p);
+        ensure(
+            commit_sum.into_affine().is_zero(),
+            Check::SumOfTxCommitments,
+        )
+    }
+
+    fn check_balance_range(&self) -> Result<(), CheckFailure> {
+        let (b, v) = (*self.previous_sender_balance, *self.sender_tx_value);
+        let covered = self.kind() == Kind::Withdraw || b.into_bigint() >= v.into_bigint();
+        ensure(
+            fits_bits(&b, VALUE_BITS) && fits_bits(&v, VALUE_BITS) && covered,
+            Check::BalanceRange,
+        )
+    }
+
+    fn check_nullifier(&self, s: usize) -> Result<(), CheckFailure> {
+        ensure(
+            self.nullifier == poseidon::hash(&[self.hashed_shared_secrets[s], self.block_number]),
+            Check::Nullifier,
+        )
+    }
+
+    fn check_tx_commitments(&self) -> Result<(), CheckFailure> {
+        let check = Check::TxCommitments;
+        if let Some(i) = first_bad(&self.tx_values, |_, tv| !fits_bits(tv, VALUE_BITS)) {
+            return Err(CheckFailure::new(
+                check,
+                format!("tx_values[{i}] must be below 2^252"),
+            ));
+        }
+        ensure_all(&self.tx_commits, check, "tx_commits", |i, c| {
+            point(c) == babyjubjub::pedersen(&self.tx_values[i], &self.tx_random_values[i])
+        })
+    }
+
+    fn check_random_factors(&self, s: usize) -> Result<(), CheckFailure> {
+        let expected = random_factors(&self.shared_secrets, &self.block_number, s);
+        ensure_all(
+            &self.tx_random_values,
+            Check::RandomFactors,
+            "tx_random_values",
+            |i, t| *t == expected[i],
+        )
+    }
+}
+
+impl Deposit {
+    /// Check 15 of a deposit, for the deposited value v.
+    fn check_dvp_hash(&self, v: &Fr) -> Result<(), CheckFailure> {
+        ensure(
+            self.hash == dvp::erc20_commitment(&self.pk, &self.salt_out, v, &self.address),
+            Check::DvpHash,
+        )
+    }
+}
+
+/// Checks 15–18 of a withdraw (see the module documentation).
+impl Withdraw {
+    /// Check 15: every claimed deposit's hash.
+    fn check_dvp_hashes(&self) -> Result<(), CheckFailure> {
+        ensure_all(&self.hashes, Check::DvpHash, "hashes", |j, h| {
+            self.v_per_deposit[j].is_zero()
+                || *h
+                    == dvp::erc20_commitment(
+                        &public_key(&self.sk_deposits[j]),
+                        &self.salts_in[j],
+                        &self.v_per_deposit[j],
+                        &self.address,
+                    )
+        })
+    }
+
+    /// Check 16, for the credited value v.
+    fn check_withdrawn_value(&self, v: &Fr) -> Result<(), CheckFailure> {
+        let check = Check::WithdrawnValue;
+        if let Some(j) = first_bad(&self.v_per_deposit, |_, x| !fits_bits(x, VALUE_BITS)) {
+            return Err(CheckFailure::new(
+                check,
+                format!("v_per_deposit[{j}] must be below 2^252"),
+            ));
+        }
+        let claimed: num_bigint::BigUint = self.v_per_deposit.iter().map(modl::to_biguint).sum();
+        if claimed != modl::to_biguint(v) {
+            return Err(CheckFailure::new(
+                check,
+                "sender_tx_value must be the sum of v_per_deposit",
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_empty_deposit_slots(&self) -> Result<(), CheckFailure> {
+        ensure_all(&self.hashes, Check::EmptyDepositSlot, "hashes", |j, h| {
+            !self.v_per_deposit[j].is_zero() || h.is_zero()
+        })
+    }
+
+    fn check_distinct_deposits(&self) -> Result<(), CheckFailure> {
+        match dvp::repeated_note(&self.hashes) {
+            None => Ok(()),
+            Some((i, j)) => Err(CheckFailure::new(
+                Check::DistinctDeposits,
+                format!("hashes[{i}] and hashes[{j}]"),
+            )),
+        }
+    }
+}
+
+impl PaymentInputs {
     /// Valid inputs of `kind` for member `sender` (balance `balance`) moving `amount`, with every
     /// other value drawn from `rng`: the request pools of tests and load tests. A transfer pays
     /// the next member; a deposit puts `amount` into one DvP commitment; a withdraw claims it
@@ -754,7 +908,7 @@ mod tests {
     fn failing(good: &PaymentInputs, edit: &dyn Fn(&mut PaymentInputs)) -> u8 {
         let mut t = good.clone();
         edit(&mut t);
-        t.check().unwrap_err().check
+        t.check().unwrap_err().check.number()
     }
 
     #[test]
@@ -805,7 +959,7 @@ mod tests {
             let p =
                 babyjubjub::pedersen(&t.previous_sender_balance, &t.previous_sender_random_value);
             t.previous_commits[2] = (p.x, p.y);
-            assert_eq!(t.check().unwrap_err().check, 11, "{kind}");
+            assert_eq!(t.check().unwrap_err().check.number(), 11, "{kind}");
         }
     }
 
@@ -979,8 +1133,17 @@ mod tests {
                 Fr::ZERO,
                 "the field sum is blind to it"
             );
-            assert_eq!(t.check().unwrap_err().check, 9, "{kind}");
+            assert_eq!(t.check().unwrap_err().check.number(), 9, "{kind}");
         }
+    }
+
+    #[test]
+    fn checks_are_numbered_in_order_and_labelled_by_number_and_name() {
+        for (i, check) in Check::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(check.number()), i + 1);
+            assert_eq!(check.label(), format!("check {} ({})", i + 1, check.name()));
+        }
+        assert_eq!(Check::ALL.len(), 18);
     }
 
     #[test]
