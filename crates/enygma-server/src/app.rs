@@ -2,7 +2,7 @@
 //! request pipeline stages and the (thin) handlers.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
+use enygma_formats::server_timing::ServerTiming;
 use enygma_prover::statements::{self, Action, Instance};
 
 use crate::admission::{AdmitError, Limiter, Permit, ProveAdmission, Slot};
@@ -294,42 +295,12 @@ fn request_id(headers: &HeaderMap) -> String {
             return v.to_owned();
         }
     }
-    static SEED: OnceLock<u64> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let seed = *SEED.get_or_init(|| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        (t.as_nanos() as u64) ^ ((std::process::id() as u64) << 32)
-    });
-    // splitmix64: distinct, unpredictable-enough ids without a random number generator.
-    let mut z = seed.wrapping_add(
-        COUNTER
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15),
-    );
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    format!("{:016x}", z ^ (z >> 31))
+    // Unpredictable, so one client cannot guess another's id.
+    format!("{:016x}", rand::random::<u64>())
 }
 
 fn ms(d: Option<Duration>) -> Option<f64> {
     d.map(|d| (d.as_secs_f64() * 1e4).round() / 10.0)
-}
-
-/// `queue;dur=12.3, witness;dur=40.1, prove;dur=610.4, total;dur=663.0` (the parts known).
-fn server_timing(info: &ReqInfo, total: Duration) -> String {
-    let parts = [
-        ("queue", info.queue),
-        ("witness", info.witness),
-        ("prove", info.prove),
-        ("total", Some(total)),
-    ];
-    parts
-        .iter()
-        .filter_map(|(name, d)| d.map(|d| format!("{name};dur={:.1}", d.as_secs_f64() * 1e3)))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Writes the request's log line and counts it; if the request future is dropped first (the
@@ -420,8 +391,10 @@ async fn observe<B: ProofBackend>(
     let mut resp = next.run(req).await;
 
     if action == Some(Action::Prove) {
-        let timing = server_timing(&ctx.get(), log.start.elapsed());
-        if let Ok(v) = HeaderValue::from_str(&timing) {
+        let info = ctx.get();
+        let timing =
+            ServerTiming::from_durations(info.queue, info.witness, info.prove, log.start.elapsed());
+        if let Ok(v) = HeaderValue::from_str(&timing.header_value()) {
             resp.headers_mut().insert(SERVER_TIMING.clone(), v);
         }
     }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use enygma_formats::duration::parse_duration;
 use enygma_prover::statements::{self, Instance};
 
 /// Log output format.
@@ -395,33 +396,6 @@ impl AccessArgs {
         }
         warnings
     }
-}
-
-/// Parses `250ms`, `30s`, `2m`, `1h` or a bare number of seconds (`30`, `0.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 30s, 1500ms, 2m"))?;
-    let seconds = match unit.trim() {
-        "" | "s" | "sec" | "secs" => value,
-        "ms" => value / 1e3,
-        "m" | "min" | "mins" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "invalid duration unit {other:?} in {s:?}: use ms, s, m or h"
-            ))
-        }
-    };
-    if !seconds.is_finite() || seconds > 1e9 {
-        return Err(format!("duration {s:?} out of range"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
 }
 
 #[cfg(test)]

@@ -91,6 +91,8 @@ pub mod metrics;
 pub mod openapi;
 pub mod prover;
 pub mod server;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 pub mod tls;
 pub mod transport;
 

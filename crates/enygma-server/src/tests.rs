@@ -8,18 +8,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::auth::Auth;
 use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
 use crate::config::AdmissionConfig;
 use crate::transport::Transport;
-use crate::{serve, AppState, Exit};
+use crate::test_support::RunningServer;
+use crate::{AppState, Exit};
 
 #[path = "../tests/common/http.rs"]
 mod http;
-use http::{get, metric, post, server_timing};
+use enygma_formats::prometheus::value as metric;
+use enygma_formats::server_timing::parse_metrics as server_timing;
+use http::{get, post};
 
 /// Transport and access control over real sockets: TLS, mTLS, HTTP/2, tokens, slow clients,
 /// connection cap, the default queue under the reference's stress test.
@@ -147,11 +149,11 @@ fn body_with(tag: &str, ms: u64, extra: serde_json::Value) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 // Harness
 
+/// The service with the fake prover, running in the test's runtime.
 struct TestServer {
     addr: SocketAddr,
     log: Arc<FakeLog>,
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<Exit>,
+    server: RunningServer,
 }
 
 fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -> AdmissionConfig {
@@ -223,8 +225,6 @@ async fn start_hosting(
             .unwrap()
             .with_auth(auth),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let log = Arc::new(FakeLog::default());
     let fake = Fake(log.clone());
     let load = move || {
@@ -235,22 +235,11 @@ async fn start_hosting(
             Ok(fake)
         }
     };
-    let (tx, rx) = oneshot::channel();
-    let task = tokio::spawn(serve(
-        listener,
-        state,
-        load,
-        async move {
-            let _ = rx.await;
-        },
-        drain_timeout,
-        transport,
-    ));
+    let server = RunningServer::start(state, load, drain_timeout, transport).await;
     let server = TestServer {
-        addr,
+        addr: server.addr,
         log,
-        stop: Some(tx),
-        task,
+        server,
     };
     if !fail_load && load_delay.is_zero() && !tls {
         server.wait_ready().await;
@@ -298,12 +287,10 @@ impl TestServer {
             .collect()
     }
 
-    async fn stop(mut self) -> Exit {
-        let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(T, self.task)
+    async fn stop(self) -> Exit {
+        tokio::time::timeout(T, self.server.stop())
             .await
             .expect("server did not stop")
-            .unwrap()
     }
 }
 
@@ -391,7 +378,7 @@ async fn a_failed_key_load_stops_the_service() {
         true,
     )
     .await;
-    let exit = tokio::time::timeout(T, s.task)
+    let exit = tokio::time::timeout(T, s.server.task)
         .await
         .expect("did not stop")
         .unwrap();
@@ -534,7 +521,7 @@ async fn proof_responses_carry_timing_and_request_id() {
     let parts = server_timing(r.header("server-timing").expect("Server-Timing"));
     let names: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
     assert_eq!(names, ["queue", "witness", "prove", "total"]);
-    let get_ms = |n: &str| parts.iter().find(|p| p.0 == n).unwrap().1;
+    let get_ms = |n: &str| parts.iter().find(|p| p.0 == n).unwrap().1.unwrap();
     assert!(get_ms("prove") >= 30.0, "{parts:?}");
     // (the fake reports a nominal 1 ms witness time that it does not spend)
     assert!(get_ms("total") >= get_ms("prove"), "{parts:?}");
@@ -647,7 +634,7 @@ async fn queue_timeout_answers_504_and_never_proves() {
     assert!(late.error().contains("timed out"));
     let st = server_timing(late.header("server-timing").unwrap());
     assert!(
-        st.iter().any(|(n, d)| n == "queue" && *d >= 200.0),
+        st.iter().any(|(n, d)| n == "queue" && d.is_some_and(|d| d >= 200.0)),
         "{st:?}"
     );
     assert_eq!(first.await.unwrap().status, 200);
