@@ -18,6 +18,8 @@
 //! - [`payment`]: the checks of the transfer, deposit and withdraw statements, natively (to
 //!   refuse bad requests before any proving work) and as circuits generic over the
 //!   anonymity-set size k.
+//! - [`secret`]: [`Secret`], the type every private input is held in (redacted in `Debug`,
+//!   zeroized on drop).
 
 pub mod amount;
 pub mod babyjubjub;
@@ -28,9 +30,11 @@ pub mod merkle;
 pub mod modl;
 pub mod payment;
 pub mod poseidon;
+pub mod secret;
 
 /// The BN254 scalar field: every value of the statement lives here.
 pub use ark_bn254::Fr;
+pub use secret::Secret;
 
 /// The anonymity-set sizes the tests cover: those the service proves (the statement registry,
 /// `enygma_prover::statements`, owns that list).

@@ -33,6 +33,7 @@ use rayon::prelude::*;
 use crate::{
     matrix::{CompactMatrix, Rows},
     qap,
+    wipe::Wiped,
 };
 
 type Scalar = <Fr as PrimeField>::BigInt;
@@ -247,7 +248,9 @@ pub fn create_proof_with_tables<M: Rows>(
             full_assignment,
         )
     });
-    let h = h?;
+    // Every vector below is derived from the assignment, hence from the request's secrets:
+    // each is wiped when dropped (`crate::wipe`), on every path out of this function.
+    let h = Wiped::new("qap h", h?);
     t.witness_map = witness_map;
 
     // The constant 1 is not a scalar of the MSMs: its query point is added directly.
@@ -263,6 +266,10 @@ pub fn create_proof_with_tables<M: Rows>(
         )
     });
     t.to_bigint = to_bigint;
+    let (assignment, h) = (
+        Wiped::new("assignment scalars", assignment),
+        Wiped::new("qap h scalars", h),
+    );
     let witness = &assignment[num_instance_variables - 1..];
 
     let (
@@ -369,20 +376,69 @@ pub fn r1cs<C: ConstraintSynthesizer<Fr>>(circuit: C) -> Result<R1cs, SynthesisE
 }
 
 /// The full assignment (the constant 1, the public inputs, then the witness) from a
-/// witness-only synthesis.
+/// witness-only synthesis, wiped when dropped.
 pub fn full_assignment<C: ConstraintSynthesizer<Fr>>(
     circuit: C,
-) -> Result<Vec<Fr>, SynthesisError> {
+) -> Result<Wiped<Fr>, SynthesisError> {
+    full_assignment_sized(circuit, None)
+}
+
+/// [`full_assignment`], for a circuit of `sizes` = (instance variables with the constant 1,
+/// witness variables) when known: the constraint system's vectors are then allocated at their
+/// final sizes, so that no reallocation during synthesis leaves a copy of the witness in freed
+/// memory. (Without sizes, or with wrong ones, the result is the same; only that guarantee is
+/// lost.) The constraint system's own vectors are wiped before it is freed, also when synthesis
+/// fails.
+pub fn full_assignment_sized<C: ConstraintSynthesizer<Fr>>(
+    circuit: C,
+    sizes: Option<(usize, usize)>,
+) -> Result<Wiped<Fr>, SynthesisError> {
     let cs = ConstraintSystem::<Fr>::new_ref();
     cs.set_optimization_goal(OptimizationGoal::Constraints);
     cs.set_mode(SynthesisMode::Prove {
         construct_matrices: false,
         generate_lc_assignments: false,
     });
+    let wipe_on_exit = WipeAssignments(cs.clone());
+    if let Some((instance, witness)) = sizes {
+        let mut inner = cs.borrow_mut().ok_or(SynthesisError::MissingCS)?;
+        // The instance vector becomes the full assignment: room for the witness too.
+        let assignments = &mut inner.assignments;
+        assignments.instance_assignment.reserve_exact(
+            (instance + witness).saturating_sub(assignments.instance_assignment.len()),
+        );
+        assignments.witness_assignment.reserve_exact(witness);
+    }
     circuit.generate_constraints(cs.clone())?;
-    let mut assignment = cs.instance_assignment()?;
-    assignment.extend(cs.witness_assignment()?);
+    let assignment = {
+        let mut inner = cs.borrow_mut().ok_or(SynthesisError::MissingCS)?;
+        let assignments = &mut inner.assignments;
+        let mut full = Wiped::new(
+            "assignment",
+            std::mem::take(&mut assignments.instance_assignment),
+        );
+        full.extend_from_slice(&assignments.witness_assignment);
+        full
+    };
+    drop(wipe_on_exit);
     Ok(assignment)
+}
+
+/// Wipes a constraint system's assignment vectors when dropped: the witness the synthesis wrote
+/// there, before the system is freed.
+struct WipeAssignments(ark_relations::gr1cs::ConstraintSystemRef<Fr>);
+
+impl Drop for WipeAssignments {
+    fn drop(&mut self) {
+        // Not borrowed at this point on any path: the synthesis' borrows have ended (and on
+        // an unwinding panic, their guards were dropped in the frames below this one).
+        if let Some(mut cs) = self.0.borrow_mut() {
+            let a = &mut cs.assignments;
+            crate::wipe::wipe("cs instance", &mut a.instance_assignment);
+            crate::wipe::wipe("cs witness", &mut a.witness_assignment);
+            crate::wipe::wipe("cs lc values", &mut a.lc_assignment);
+        }
+    }
 }
 
 /// The setup-mode circuit of a k transfer and the proving-mode circuit of a random valid
@@ -620,8 +676,7 @@ mod tests {
         let circuit = RandomCircuit::new(&mut rng);
         // Same circuit, another setup: same sizes, other bases.
         let (pk, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
-        let (other, _) =
-            Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let (other, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
         let R1cs {
             matrices,
             num_instance_variables: instance,

@@ -9,6 +9,7 @@
 //!   at load time) and runs the Groth16 prover on the caller's rayon pool.
 
 pub mod fft;
+#[doc(hidden)]
 pub mod fuzzing;
 pub mod groth16;
 pub mod keys;
@@ -16,6 +17,7 @@ pub mod matrix;
 pub mod qap;
 pub mod request;
 pub mod statements;
+pub mod wipe;
 
 use std::{
     fmt,
@@ -246,7 +248,9 @@ fn proof_error(e: enygma_verifier::Error) -> RequestError {
     RequestError { field, reason }
 }
 
-/// A parsed request that passed every native check of its statement.
+/// A parsed request that passed every native check of its statement. Its `Debug` shows the
+/// public values only; its private ones are zeroized when it is dropped.
+#[derive(Debug)]
 pub struct Prepared {
     pub instance: Instance,
     /// The statement's own inputs type, erased.
@@ -265,7 +269,7 @@ impl Prepared {
     /// The statement's inputs, for a caller that knows their type (`PaymentInputs` for the
     /// payment statements).
     pub fn inputs<T: 'static>(&self) -> Option<&T> {
-        self.inputs.downcast_ref()
+        (*self.inputs).as_any().downcast_ref()
     }
 }
 
@@ -426,14 +430,15 @@ impl Prover {
         let witness = started.elapsed();
 
         let started = Instant::now();
-        let (r, s) = (Fr::rand(rng), Fr::rand(rng));
+        // The proof's blinding factors: secret like the witness, zeroized below on every path.
+        let blinding = zeroize::Zeroizing::new([Fr::rand(rng), Fr::rand(rng)]);
         // Our assembly of ark-groth16's proof (the same proof for the same r and s, tested in
         // `groth16`), with enygma-msm's MSMs running concurrently on the caller's pool.
         let (proof, _phases) = groth16::create_proof_with_tables(
             &keys.proving_key,
             keys.tables.as_ref(),
-            r,
-            s,
+            blinding[0],
+            blinding[1],
             &shape.r1cs.matrices,
             shape.r1cs.num_instance_variables,
             shape.r1cs.num_constraints,
@@ -458,14 +463,21 @@ impl Prover {
     /// The full assignment (the constant 1, the public inputs, then the witness) from a
     /// witness-only synthesis: no constraint matrices are built per request. Its public inputs
     /// must be the statement's, in the statement's order.
-    pub fn assignment(&self, prepared: &Prepared) -> Result<Vec<Fr>, ProveError> {
+    ///
+    /// The assignment is wiped when dropped, and the constraint system it is synthesized in is
+    /// allocated at the circuit's sizes and wiped ([`groth16::full_assignment_sized`]).
+    pub fn assignment(&self, prepared: &Prepared) -> Result<wipe::Wiped<Fr>, ProveError> {
         let instance = prepared.instance;
         let shape = &self.keys(instance)?.shape;
         let circuit = instance
             .statement()
             .circuit_for_proving(&prepared.inputs)
             .ok_or_else(|| foreign_inputs(instance))?;
-        let assignment = groth16::full_assignment(circuit)
+        let sizes = (
+            shape.r1cs.num_instance_variables,
+            shape.r1cs.num_witness_variables,
+        );
+        let assignment = groth16::full_assignment_sized(circuit, Some(sizes))
             .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
         if assignment.len() != shape.r1cs.num_instance_variables + shape.r1cs.num_witness_variables
         {
@@ -497,5 +509,127 @@ impl Prover {
         }
         Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, &inputs, &proof)
             .map_err(|e| ProveError::Internal(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod secret_hygiene_tests {
+    //! Deliverable 3 of issue 17: parsed inputs print no secret, and the buffers the proof path
+    //! derives from them read zero once the proof is done.
+    use super::*;
+    use crate::{statements::RequestSpec, wipe::test_log};
+    use rand::SeedableRng;
+
+    /// Every decimal string in a JSON value (the request's numbers).
+    fn decimals(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(items) => items.iter().for_each(|v| decimals(v, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|v| decimals(v, out)),
+            _ => {}
+        }
+    }
+
+    /// For every statement of the registry (its smallest instance): a generated request, parsed
+    /// and checked, prints (`{:?}` and `{:#?}`) its public inputs and none of its private values.
+    /// A private value is any number of the request that is not a public input; those of fewer
+    /// than 6 digits (zeros of empty slots, small amounts) are left out, since they occur inside
+    /// longer numbers by chance, so the spec's amount and balance are made long instead.
+    #[test]
+    fn debug_of_parsed_inputs_shows_no_private_value() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(17);
+        let spec = RequestSpec {
+            amount: 123_456_789,
+            balance: 987_654_321,
+            ..RequestSpec::default()
+        };
+        for statement in statements::all() {
+            let instance = statements::instances_of(statement)[0];
+            let body = instance.generate(&spec, &mut rng).unwrap();
+            let prepared = prepare(instance, body.to_string().as_bytes()).unwrap();
+            let public: Vec<String> = prepared
+                .public_inputs()
+                .unwrap()
+                .iter()
+                .map(request::to_decimal)
+                .collect();
+            let mut numbers = Vec::new();
+            decimals(&body, &mut numbers);
+            let private: Vec<&String> = numbers
+                .iter()
+                .filter(|n| n.len() >= 6 && !public.contains(n))
+                .collect();
+            assert!(
+                private.len() >= 3,
+                "{instance}: too few private values to test ({})",
+                private.len()
+            );
+            for shown in [format!("{prepared:?}"), format!("{prepared:#?}")] {
+                assert!(shown.contains("Secret(..)"), "{instance}: {shown}");
+                let long_public = public.iter().find(|p| p.len() >= 6).unwrap();
+                assert!(
+                    shown.contains(long_public.as_str()),
+                    "{instance}: the public values are shown"
+                );
+                for secret in &private {
+                    assert!(
+                        !shown.contains(secret.as_str()),
+                        "{instance}: Debug shows the private value {secret}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A real proof (transfer, k = 2), then the wipe log read back: the full assignment, the
+    /// constraint system's witness vector, the QAP's B, C and h and the MSM scalar forms of the
+    /// assignment and h were all wiped, every byte of their allocations zero after the wipe,
+    /// before they were freed. The lengths tie the records to this circuit.
+    #[test]
+    fn proving_wipes_the_assignment_and_the_qap_vectors() {
+        let instance = statements::instance("transfer", Some(2)).unwrap();
+        let keys_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../keys");
+        let prover = Prover::load(&keys_dir, &[instance], MissingKeys::Create).unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let body = instance
+            .generate(&RequestSpec::default(), &mut rng)
+            .unwrap();
+        let prepared = prepare(instance, body.to_string().as_bytes()).unwrap();
+        let (response, _) = prover.prove(&prepared).unwrap();
+        assert!(prover.verify(instance, &response).unwrap());
+
+        let shape = &prover.circuit(instance).unwrap().shape.r1cs;
+        let variables = shape.num_instance_variables + shape.num_witness_variables;
+        let domain = (shape.num_constraints + shape.num_instance_variables).next_power_of_two();
+        let records = test_log::records();
+        for (label, len) in [
+            ("assignment", variables),
+            ("cs witness", shape.num_witness_variables),
+            ("assignment scalars", variables - 1),
+            ("qap b", domain),
+            ("qap c", domain),
+            ("qap h", domain),
+            ("qap h scalars", domain),
+        ] {
+            let found: Vec<_> = records.iter().filter(|r| r.label == label).collect();
+            assert!(
+                found.iter().any(|r| r.len == len),
+                "{label}: no wipe of {len} elements in {found:?}"
+            );
+            assert!(
+                found.iter().all(|r| r.all_zero && r.bytes >= r.len),
+                "{label}: {found:?}"
+            );
+        }
+        // Sized synthesis: the constraint system's witness vector never grew past its size.
+        let cs_witness = records
+            .iter()
+            .find(|r| r.label == "cs witness" && r.len == shape.num_witness_variables)
+            .unwrap();
+        assert_eq!(
+            cs_witness.bytes,
+            shape.num_witness_variables * std::mem::size_of::<Fr>(),
+            "allocated once, at its final size"
+        );
     }
 }

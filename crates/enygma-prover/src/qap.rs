@@ -131,7 +131,9 @@ pub fn witness_map<M: Rows>(
         .zip(&b)
         .zip(&c)
         .for_each(|((a, b), c)| *a = (*a * b - c) * z_inverse);
-    drop((b, c));
+    // B and C of the assignment, like h, are derived from its secrets.
+    crate::wipe::wipe("qap b", &mut b);
+    crate::wipe::wipe("qap c", &mut c);
     fft.coset_to_coefficients(&mut a);
     Ok(a)
 }
@@ -323,7 +325,7 @@ mod tests {
             .unwrap()
             .compact()
             .unwrap();
-        let honest = full_assignment(proving).unwrap();
+        let honest = full_assignment(proving).unwrap().to_vec();
         let mut forged = honest.clone();
         forged[shape.num_instance_variables + 5] += Fr::from(1u64);
         for assignment in [honest, forged] {

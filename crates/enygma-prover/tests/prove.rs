@@ -227,7 +227,7 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
         // consistent so that 11 is the first to fail.
         let big = Fr::from(num_bigint::BigUint::from(1u8) << 252u32);
         let mut over = good.clone();
-        over.sender_tx_value = big;
+        *over.sender_tx_value = big;
         over.tx_values[1] = enygma_circuit::payment::sender_tx_value(kind, &big);
         let over_body = request::to_request_json(&over).to_string();
         let e = prepare(instance(kind, 3), over_body.as_bytes())
@@ -265,7 +265,7 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
                 assert_eq!(check(&|v| bump(&mut v["saltOut"])), 15);
                 // Overspending the balance.
                 let mut t = PaymentInputs::generate(kind, 3, 1, 51, 51, &mut rng);
-                t.previous_sender_balance = Fr::from(50u64);
+                *t.previous_sender_balance = Fr::from(50u64);
                 let p = enygma_circuit::babyjubjub::pedersen(
                     &t.previous_sender_balance,
                     &t.previous_sender_random_value,

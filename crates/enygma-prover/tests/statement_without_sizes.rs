@@ -4,10 +4,10 @@
 
 use ark_r1cs_std::{alloc::AllocVar, eq::EqGadget, fields::fp::FpVar};
 use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
-use enygma_circuit::Fr;
+use enygma_circuit::{Fr, Secret};
 use enygma_prover::{
     keys, prepare,
-    request::{parse_field_element, schema, to_decimal, RequestError},
+    request::{parse_secret, schema, to_decimal, RequestError},
     statements::{AnyStatement, Circuit, Descriptor, Entry, Instance, RequestSpec, Statement},
     MissingKeys, ProveError, Prover,
 };
@@ -17,10 +17,11 @@ use serde_json::Value;
 /// Knowledge of two non-zero factors of a public product.
 struct Factors;
 
-#[derive(Clone)]
+/// The factors are the private inputs: `Secret`s, as every statement's are.
+#[derive(Clone, Debug)]
 struct FactorsInputs {
-    a: Fr,
-    b: Fr,
+    a: Secret<Fr>,
+    b: Secret<Fr>,
 }
 
 struct FactorsCircuit(Option<FactorsInputs>);
@@ -35,9 +36,9 @@ impl ConstraintSynthesizer<Fr> for FactorsCircuit {
                     .ok_or(SynthesisError::AssignmentMissing)
             }
         };
-        let product = FpVar::new_input(cs.clone(), value(|i| i.a * i.b))?;
-        let a = FpVar::new_witness(cs.clone(), value(|i| i.a))?;
-        let b = FpVar::new_witness(cs, value(|i| i.b))?;
+        let product = FpVar::new_input(cs.clone(), value(|i| *i.a * *i.b))?;
+        let a = FpVar::new_witness(cs.clone(), value(|i| *i.a))?;
+        let b = FpVar::new_witness(cs, value(|i| *i.b))?;
         (a * b).enforce_equal(&product)
     }
 }
@@ -72,7 +73,7 @@ impl Statement for Factors {
                     field: name.into(),
                     reason: "missing".into(),
                 })?;
-            parse_field_element(name, found)
+            parse_secret(name, found)
         };
         Ok(FactorsInputs {
             a: field("a")?,
@@ -81,7 +82,7 @@ impl Statement for Factors {
     }
 
     fn check(&self, inputs: &FactorsInputs) -> Result<(), String> {
-        if inputs.a == Fr::from(0u64) || inputs.b == Fr::from(0u64) {
+        if *inputs.a == Fr::from(0u64) || *inputs.b == Fr::from(0u64) {
             return Err("rule 1 (non-zero factors) failed".into());
         }
         Ok(())
@@ -96,7 +97,7 @@ impl Statement for Factors {
     }
 
     fn public_inputs(&self, inputs: &FactorsInputs) -> Vec<Fr> {
-        vec![inputs.a * inputs.b]
+        vec![*inputs.a * *inputs.b]
     }
 
     fn generate(

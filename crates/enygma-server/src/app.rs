@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
@@ -21,6 +21,7 @@ use enygma_prover::statements::{self, Action, Instance};
 use crate::admission::{AdmitError, Limiter, Permit, ProveAdmission, Slot};
 use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
+use crate::body::RequestBody;
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
 
@@ -409,11 +410,12 @@ async fn observe<B: ProofBackend>(
 // ---------------------------------------------------------------------------------------------
 // Pipeline stages of the proving and verifying routes
 
-/// A request's statement instance and body, read under the body limit.
+/// A request's statement instance and body, read under the body limit. The body is wiped when
+/// the last stage that holds it lets it go ([`RequestBody`]).
 #[derive(Clone)]
 struct Intake {
     instance: Instance,
-    body: Bytes,
+    body: RequestBody,
 }
 
 /// A request whose checks passed.
@@ -487,7 +489,10 @@ async fn intake<B: ProofBackend>(
             }
         })?;
     let mut req = Request::from_parts(parts, Body::empty());
-    req.extensions_mut().insert(Intake { instance, body });
+    req.extensions_mut().insert(Intake {
+        instance,
+        body: RequestBody::take(body),
+    });
     Ok(next.run(req).await)
 }
 
@@ -510,10 +515,17 @@ async fn prepare<B: ProofBackend>(
     let backend = st
         .backend()
         .ok_or_else(|| ApiError::internal("backend missing"))?;
-    let prepared =
-        tokio::task::spawn_blocking(move || backend.prepare(intake.instance, &intake.body))
-            .await
-            .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
+    // The body is not needed past parsing: the request's copy goes now, this stage's with the
+    // closure, so that the body is wiped before the request queues (or is refused).
+    if let Some(held) = req.extensions_mut().get_mut::<Intake>() {
+        held.body = RequestBody::empty();
+    }
+    let prepared = tokio::task::spawn_blocking(move || {
+        let Intake { instance, body } = intake;
+        backend.prepare(instance, &body)
+    })
+    .await
+    .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
     req.extensions_mut().insert(Prepared(Arc::new(prepared)));
     Ok(next.run(req).await)
 }

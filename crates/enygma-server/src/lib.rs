@@ -85,6 +85,7 @@ pub mod affinity;
 pub mod app;
 pub mod auth;
 pub mod backend;
+mod body;
 pub mod config;
 pub mod malloc;
 pub mod metrics;

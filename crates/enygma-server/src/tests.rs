@@ -1271,3 +1271,51 @@ async fn dvp_routes_reach_the_backend_under_the_shared_admission() {
     );
     assert_eq!(s.stop().await, Exit::Clean);
 }
+
+/// Issue 17, deliverable 3: a proving request's body is wiped (every byte of its buffer read back
+/// as zero before it is freed) whatever the outcome: proved, refused by the parser (400) or a
+/// check (422), failed in the prover (500), or shed (503). Each body has its own length, which
+/// identifies its record in the wipe log.
+#[tokio::test]
+async fn request_bodies_are_wiped_on_every_outcome() {
+    let s = start(cfg(Some(1), 0, 5_000)).await;
+    let padded = |tag: &str, ms: u64, fail: Option<&str>, pad: usize| {
+        body_with(
+            tag,
+            ms,
+            serde_json::json!({ "fail": fail, "pad": "7".repeat(pad) }),
+        )
+    };
+    let cases = [
+        (padded("ok", 0, None, 3001), 200),
+        (padded("bad", 0, Some("bad"), 3013), 400),
+        (padded("check", 0, Some("check"), 3027), 422),
+        (padded("internal", 0, Some("internal"), 3041), 500),
+    ];
+    for (body, status) in &cases {
+        let r = s.prove(body).await;
+        assert_eq!(r.status, *status, "{}", r.body);
+    }
+    // Shed: one proof in flight, no queue.
+    let slow = padded("slow", 600, None, 3059);
+    let shed = padded("shed", 0, None, 3067);
+    let addr = s.addr;
+    let path = s.prove_path();
+    let in_flight = tokio::spawn(async move { post(addr, path, &slow, T).await.unwrap() });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = s.prove(&shed).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(in_flight.await.unwrap().status, 200);
+
+    let records = crate::body::test_log::records();
+    let lengths = cases
+        .iter()
+        .map(|(b, _)| b.len())
+        .chain([padded("slow", 600, None, 3059).len(), shed.len()]);
+    for len in lengths {
+        let wiped: Vec<_> = records.iter().filter(|r| r.len == len).collect();
+        assert!(!wiped.is_empty(), "the body of {len} bytes was not wiped");
+        assert!(wiped.iter().all(|r| r.all_zero), "{wiped:?}");
+    }
+    s.stop().await;
+}

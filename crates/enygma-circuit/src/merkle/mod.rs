@@ -66,6 +66,15 @@ pub struct MerklePath {
     pub siblings: [Fr; DEPTH],
 }
 
+/// A path tells which note is spent, so requests hold it as a [`crate::Secret`], which needs
+/// this.
+impl zeroize::Zeroize for MerklePath {
+    fn zeroize(&mut self) {
+        self.index.zeroize();
+        self.siblings.zeroize();
+    }
+}
+
 impl MerklePath {
     /// Index 0 with all siblings 0: the path of a dummy slot.
     pub fn zero() -> Self {

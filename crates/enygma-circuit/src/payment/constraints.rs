@@ -115,18 +115,18 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         // Private inputs. Values with a known bound are allocated as their bits (check 11's
         // range checks, and the scalars of checks 7 and 13), so the value is a free linear
         // combination of them.
-        let sender_id = private(&|t| t.sender_id)?;
-        let secret_key = private(&|t| t.secret_key)?;
+        let sender_id = private(&|t| *t.sender_id)?;
+        let secret_key = private(&|t| *t.secret_key)?;
         let shared_secrets = (0..k)
             .map(|i| private(&|t| t.shared_secrets[i]))
             .collect::<Result<Vec<_>, _>>()?;
-        let random_value = private(&|t| t.previous_sender_random_value)?;
+        let random_value = private(&|t| *t.previous_sender_random_value)?;
         let balance_bits = alloc_bits(
             cs.clone(),
-            || value(&|t| t.previous_sender_balance),
+            || value(&|t| *t.previous_sender_balance),
             VALUE_BITS,
         )?;
-        let amount_bits = alloc_bits(cs.clone(), || value(&|t| t.sender_tx_value), VALUE_BITS)?;
+        let amount_bits = alloc_bits(cs.clone(), || value(&|t| *t.sender_tx_value), VALUE_BITS)?;
         let tx_value_bits = (0..k)
             .map(|i| alloc_bits(cs.clone(), || value(&|t| t.tx_values[i]), VALUE_BITS))
             .collect::<Result<Vec<_>, _>>()?;
@@ -306,14 +306,14 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         match kind {
             Kind::Transfer => {}
             Kind::Deposit => {
-                let pk = private(&|t| deposit(t).pk)?;
-                let salt_out = private(&|t| deposit(t).salt_out)?;
-                let address = private(&|t| deposit(t).address)?;
+                let pk = private(&|t| *deposit(t).pk)?;
+                let salt_out = private(&|t| *deposit(t).salt_out)?;
+                let address = private(&|t| *deposit(t).address)?;
                 dvp_gadget::erc20_commitment(&pk, &salt_out, &amount, &address)?
                     .enforce_equal(&dvp_hashes[0])?;
             }
             Kind::Withdraw => {
-                let address = private(&|t| withdraw(t).address)?;
+                let address = private(&|t| *withdraw(t).address)?;
                 // 16. Every claimed value below 2²⁵² (its bits) and v = Σ v_per_deposit over
                 //     the integers (a carry between 126-bit halves; see `bits`).
                 let value_bits = (0..WITHDRAW_SLOTS)
@@ -455,16 +455,16 @@ mod tests {
             };
             let one = Fr::ONE;
             assert!(
-                refused(&|t| t.sender_id = Fr::ZERO),
+                refused(&|t| *t.sender_id = Fr::ZERO),
                 "{kind}: sender missing from the anonymity set"
             );
             assert!(
-                refused(&|t| t.anonymity_set[0] = t.sender_id),
+                refused(&|t| t.anonymity_set[0] = *t.sender_id),
                 "{kind}: sender twice in the set"
             );
             assert!(refused(&|t| t.nullifier += one), "{kind}: wrong nullifier");
             assert!(
-                refused(&|t| t.secret_key += one),
+                refused(&|t| *t.secret_key += one),
                 "{kind}: wrong secret key"
             );
             assert!(
@@ -476,7 +476,7 @@ mod tests {
                 "{kind}: off-curve commit"
             );
             assert!(
-                refused(&|t| t.sender_tx_value += one),
+                refused(&|t| *t.sender_tx_value += one),
                 "{kind}: amount not the sender's tx value"
             );
             assert!(
@@ -501,7 +501,7 @@ mod tests {
         for kind in [Kind::Transfer, Kind::Deposit] {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(10);
             let mut over = PaymentInputs::generate(kind, 3, 1, 101, 101, &mut rng);
-            over.previous_sender_balance = Fr::from(100u64);
+            *over.previous_sender_balance = Fr::from(100u64);
             let p = babyjubjub::pedersen(
                 &over.previous_sender_balance,
                 &over.previous_sender_random_value,
@@ -525,11 +525,11 @@ mod tests {
         };
         assert!(edit_deposit(&|_| {}));
         assert!(!edit_deposit(&|d| d.hash += Fr::ONE));
-        assert!(!edit_deposit(&|d| d.pk += Fr::ONE));
-        assert!(!edit_deposit(&|d| d.address += Fr::ONE));
+        assert!(!edit_deposit(&|d| *d.pk += Fr::ONE));
+        assert!(!edit_deposit(&|d| *d.address += Fr::ONE));
         // The deposited amount is the one hashed: a deposit of 24 cannot claim a hash of 25.
         let mut smaller = deposit.clone();
-        smaller.sender_tx_value -= Fr::ONE;
+        *smaller.sender_tx_value -= Fr::ONE;
         smaller.tx_values[0] =
             crate::payment::sender_tx_value(Kind::Deposit, &smaller.sender_tx_value);
         recommit(&mut smaller, 0);
@@ -583,8 +583,8 @@ mod tests {
                 &w.address,
             );
         }
-        t.sender_tx_value = values.iter().sum();
-        t.tx_values[sender] = t.sender_tx_value;
+        *t.sender_tx_value = values.iter().sum();
+        t.tx_values[sender] = *t.sender_tx_value;
         recommit(t, sender);
     }
 
@@ -631,7 +631,7 @@ mod tests {
         let mut parts = vec![part; WITHDRAW_SLOTS];
         parts[9] = max - part * Fr::from(9u64);
         claim(&mut spread, 1, &parts);
-        assert_eq!(spread.sender_tx_value, max);
+        assert_eq!(*spread.sender_tx_value, max);
         assert_eq!(spread.check(), Ok(1));
         assert!(satisfied(&spread), "ten deposits summing to 2^252 - 1");
     }
@@ -695,7 +695,7 @@ mod tests {
             .iter()
             .all(|p| crate::payment::fits_bits(p, VALUE_BITS)));
         claim(&mut wrapped, 1, &parts);
-        assert_eq!(wrapped.sender_tx_value, Fr::from(10u64));
+        assert_eq!(*wrapped.sender_tx_value, Fr::from(10u64));
         assert_eq!(wrapped.check().unwrap_err().check, 16);
         assert!(!satisfied(&wrapped), "value minted by wrapping past r");
     }

@@ -82,7 +82,7 @@ use crate::{
     babyjubjub::{self, Point},
     dvp::{self, WITHDRAW_SLOTS},
     modl::{self, l_fr},
-    poseidon, Fr,
+    poseidon, Fr, Secret,
 };
 
 /// Bound on balances and amounts (checks 7 and 11) and on every tx value (check 13).
@@ -129,9 +129,9 @@ impl fmt::Display for Kind {
 pub struct Deposit {
     pub hash: Fr,
     /// The DvP owner key, used as given (`pk` in the request).
-    pub pk: Fr,
-    pub address: Fr,
-    pub salt_out: Fr,
+    pub pk: Secret<Fr>,
+    pub address: Secret<Fr>,
+    pub salt_out: Secret<Fr>,
 }
 
 /// What a withdraw adds: 10 DvP commitment slots (public `hashes`), their preimages, and the
@@ -139,10 +139,10 @@ pub struct Deposit {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Withdraw {
     pub hashes: Vec<Fr>,
-    pub sk_deposits: Vec<Fr>,
-    pub v_per_deposit: Vec<Fr>,
-    pub address: Fr,
-    pub salts_in: Vec<Fr>,
+    pub sk_deposits: Secret<Vec<Fr>>,
+    pub v_per_deposit: Secret<Vec<Fr>>,
+    pub address: Secret<Fr>,
+    pub salts_in: Secret<Vec<Fr>>,
 }
 
 impl Withdraw {
@@ -183,22 +183,25 @@ pub enum Dvp {
     Withdraw(Withdraw),
 }
 
-/// Every value of one payment statement, public and private, as field elements.
+/// Every value of one payment statement, public and private, as field elements. The private
+/// ones (everything but the public inputs listed in the module documentation) are
+/// [`Secret`]s: redacted in `Debug`, zeroized on drop. `sender_id` is one, since it tells which
+/// member of the anonymity set is paying.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentInputs {
-    pub sender_id: Fr,
+    pub sender_id: Secret<Fr>,
     pub anonymity_set: Vec<Fr>,
-    pub secret_key: Fr,
-    pub shared_secrets: Vec<Fr>,
+    pub secret_key: Secret<Fr>,
+    pub shared_secrets: Secret<Vec<Fr>>,
     pub hashed_shared_secrets: Vec<Fr>,
     pub public_keys: Vec<Fr>,
-    pub previous_sender_balance: Fr,
-    pub previous_sender_random_value: Fr,
+    pub previous_sender_balance: Secret<Fr>,
+    pub previous_sender_random_value: Secret<Fr>,
     pub previous_commits: Vec<(Fr, Fr)>,
     pub tx_commits: Vec<(Fr, Fr)>,
-    pub tx_values: Vec<Fr>,
-    pub tx_random_values: Vec<Fr>,
-    pub sender_tx_value: Fr,
+    pub tx_values: Secret<Vec<Fr>>,
+    pub tx_random_values: Secret<Vec<Fr>>,
+    pub sender_tx_value: Secret<Fr>,
     pub nullifier: Fr,
     pub block_number: Fr,
     pub message_tags: Vec<Fr>,
@@ -417,7 +420,7 @@ impl PaymentInputs {
 
         // 1
         let matches: Vec<usize> = (0..k)
-            .filter(|&i| self.anonymity_set[i] == self.sender_id)
+            .filter(|&i| self.anonymity_set[i] == *self.sender_id)
             .collect();
         let s = match matches.as_slice() {
             [s] => *s,
@@ -429,10 +432,11 @@ impl PaymentInputs {
                 ))
             }
         };
+        // Copies on the stack, as every computation with them makes (see `crate::secret`).
         let (v, b, r) = (
-            self.sender_tx_value,
-            self.previous_sender_balance,
-            self.previous_sender_random_value,
+            *self.sender_tx_value,
+            *self.previous_sender_balance,
+            *self.previous_sender_random_value,
         );
         // 2
         ensure(self.tx_values[s] == sender_tx_value(kind, &v), 2)?;
@@ -445,7 +449,7 @@ impl PaymentInputs {
         })?;
         // 4
         ensure(
-            self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, self.secret_key])),
+            self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, *self.secret_key])),
             4,
         )?;
         // 5
@@ -641,24 +645,24 @@ impl PaymentInputs {
         let hashed_shared_secrets: Vec<Fr> =
             shared_secrets.iter().map(hashed_shared_secret).collect();
         Self {
-            sender_id: anonymity_set[sender],
+            sender_id: anonymity_set[sender].into(),
             nullifier: poseidon::hash(&[hashed_shared_secrets[sender], block_number]),
             message_tags: shared_secrets
                 .iter()
                 .map(|s| message_tag(s, &block_number))
                 .collect(),
             anonymity_set,
-            secret_key,
-            shared_secrets,
+            secret_key: secret_key.into(),
+            shared_secrets: shared_secrets.into(),
             hashed_shared_secrets,
             public_keys,
-            previous_sender_balance: balance,
-            previous_sender_random_value: random_value,
+            previous_sender_balance: balance.into(),
+            previous_sender_random_value: random_value.into(),
             previous_commits,
             tx_commits,
-            tx_values,
-            tx_random_values,
-            sender_tx_value: amount,
+            tx_values: tx_values.into(),
+            tx_random_values: tx_random_values.into(),
+            sender_tx_value: amount.into(),
             block_number,
             dvp: Self::generate_dvp(kind, amount, notes, rng),
         }
@@ -675,9 +679,9 @@ impl PaymentInputs {
                 let (pk, salt_out) = (Fr::rand(rng), Fr::rand(rng));
                 Dvp::Deposit(Deposit {
                     hash: dvp::erc20_commitment(&pk, &salt_out, &amount, &address),
-                    pk,
-                    address,
-                    salt_out,
+                    pk: pk.into(),
+                    address: address.into(),
+                    salt_out: salt_out.into(),
                 })
             }
             Kind::Withdraw => {
@@ -685,10 +689,10 @@ impl PaymentInputs {
                 values.resize(WITHDRAW_SLOTS, Fr::ZERO);
                 let mut w = Withdraw {
                     hashes: vec![Fr::ZERO; WITHDRAW_SLOTS],
-                    sk_deposits: vec![Fr::ZERO; WITHDRAW_SLOTS],
-                    v_per_deposit: values,
-                    address,
-                    salts_in: vec![Fr::ZERO; WITHDRAW_SLOTS],
+                    sk_deposits: vec![Fr::ZERO; WITHDRAW_SLOTS].into(),
+                    v_per_deposit: values.into(),
+                    address: address.into(),
+                    salts_in: vec![Fr::ZERO; WITHDRAW_SLOTS].into(),
                 };
                 for j in (0..WITHDRAW_SLOTS).filter(|&j| w.v_per_deposit[j] != Fr::ZERO) {
                     w.sk_deposits[j] = modl::reduce(&Fr::rand(rng));
@@ -758,14 +762,14 @@ mod tests {
         for kind in Kind::ALL {
             let good = PaymentInputs::generate(kind, 4, 2, 30, 50, &mut rng(4));
             let failing = |edit: &dyn Fn(&mut PaymentInputs)| failing(&good, edit);
-            assert_eq!(failing(&|t| t.sender_id = Fr::ZERO), 1);
-            assert_eq!(failing(&|t| t.anonymity_set[0] = t.sender_id), 1);
+            assert_eq!(failing(&|t| *t.sender_id = Fr::ZERO), 1);
+            assert_eq!(failing(&|t| t.anonymity_set[0] = *t.sender_id), 1);
             assert_eq!(failing(&|t| t.tx_values[2] += Fr::ONE), 2);
             assert_eq!(failing(&|t| t.tx_commits[1].1 += Fr::ONE), 3);
-            assert_eq!(failing(&|t| t.secret_key += Fr::ONE), 4);
+            assert_eq!(failing(&|t| *t.secret_key += Fr::ONE), 4);
             assert_eq!(failing(&|t| t.hashed_shared_secrets[0] += Fr::ONE), 5);
             assert_eq!(failing(&|t| t.public_keys[2] += Fr::ONE), 6);
-            assert_eq!(failing(&|t| t.previous_sender_balance += Fr::ONE), 7);
+            assert_eq!(failing(&|t| *t.previous_sender_balance += Fr::ONE), 7);
             assert_eq!(failing(&|t| t.message_tags[3] += Fr::ONE), 8);
             assert_eq!(failing(&|t| t.nullifier += Fr::ONE), 12);
             assert_eq!(failing(&|t| t.tx_random_values[0] += Fr::ONE), 9);
@@ -778,7 +782,7 @@ mod tests {
                 9
             );
             assert_eq!(
-                failing(&|t| t.sender_tx_value = Fr::from(1u64 << 40)),
+                failing(&|t| *t.sender_tx_value = Fr::from(1u64 << 40)),
                 2,
                 "{kind}"
             );
@@ -797,7 +801,7 @@ mod tests {
         // Overspending: amount above balance, with everything else made consistent.
         for kind in [Kind::Transfer, Kind::Deposit] {
             let mut t = PaymentInputs::generate(kind, 4, 2, 51, 51, &mut rng(5));
-            t.previous_sender_balance = Fr::from(50u64);
+            *t.previous_sender_balance = Fr::from(50u64);
             let p =
                 babyjubjub::pedersen(&t.previous_sender_balance, &t.previous_sender_random_value);
             t.previous_commits[2] = (p.x, p.y);
@@ -815,9 +819,9 @@ mod tests {
             })
         };
         assert_eq!(edit_deposit(&|d| d.hash += Fr::ONE), 15);
-        assert_eq!(edit_deposit(&|d| d.pk += Fr::ONE), 15);
-        assert_eq!(edit_deposit(&|d| d.salt_out += Fr::ONE), 15);
-        assert_eq!(edit_deposit(&|d| d.address += Fr::ONE), 15);
+        assert_eq!(edit_deposit(&|d| *d.pk += Fr::ONE), 15);
+        assert_eq!(edit_deposit(&|d| *d.salt_out += Fr::ONE), 15);
+        assert_eq!(edit_deposit(&|d| *d.address += Fr::ONE), 15);
 
         let withdraw = PaymentInputs::generate(Kind::Withdraw, 3, 0, 9, 10, &mut rng(7));
         let edit_withdraw = |edit: &dyn Fn(&mut Withdraw)| {
@@ -841,7 +845,7 @@ mod tests {
             Err("check 15 (dvp hash) failed: hashes[1]".into())
         );
         assert_eq!(
-            edit_withdraw(&|w| w.address += Fr::ONE),
+            edit_withdraw(&|w| *w.address += Fr::ONE),
             Err("check 15 (dvp hash) failed: hashes[0]".into())
         );
         // An empty slot must say so: hash 0 (check 17, below).
@@ -867,7 +871,7 @@ mod tests {
             let t = PaymentInputs::generate_withdraw(3, 2, &notes, 10, &mut rng);
             assert_eq!(t.check(), Ok(2), "{n} deposits");
             assert_eq!(
-                t.sender_tx_value,
+                *t.sender_tx_value,
                 Fr::from(notes.iter().sum::<u64>()),
                 "credited their sum"
             );

@@ -75,8 +75,10 @@ pub struct Descriptor {
 /// For a statement with sizes every `k` is `Some` and within them; for one without, `None`
 /// (the registry checks this before calling).
 pub trait Statement: Send + Sync + 'static {
-    /// Every value of one parsed request, public and private.
-    type Inputs: Send + Sync + 'static;
+    /// Every value of one parsed request, public and private. Its `Debug` must print no private
+    /// value: the private ones are held in `enygma_circuit::Secret`, which also zeroizes them on
+    /// drop (a test goes through every statement of the registry).
+    type Inputs: fmt::Debug + Send + Sync + 'static;
 
     fn num_public_inputs(&self, k: Option<usize>) -> usize;
 
@@ -163,7 +165,20 @@ pub struct Entry<S> {
 }
 
 /// Parsed, checked inputs of some statement (its [`Statement::Inputs`], type-erased).
-pub type Inputs = Box<dyn Any + Send + Sync>;
+pub type Inputs = Box<dyn AnyInputs>;
+
+/// A statement's [`Statement::Inputs`] with its type erased but its (redacting) `Debug` kept.
+/// Call [`AnyInputs::as_any`] on the `dyn AnyInputs` itself (`(**inputs).as_any()` on an
+/// [`Inputs`]): the box is an `AnyInputs` too, and would answer with itself.
+pub trait AnyInputs: Any + fmt::Debug + Send + Sync {
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any + fmt::Debug + Send + Sync> AnyInputs for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 /// A registry entry with its types erased: what [`ALL`] lists and the server, the CLI and the
 /// load generator use (mostly through [`Instance`]).
@@ -220,12 +235,12 @@ impl<S: Statement> AnyStatement for Entry<S> {
     }
 
     fn circuit_for_proving(&self, inputs: &Inputs) -> Option<Circuit> {
-        let inputs = inputs.downcast_ref::<S::Inputs>()?;
+        let inputs = (**inputs).as_any().downcast_ref::<S::Inputs>()?;
         Some(self.statement.circuit_for_proving(inputs))
     }
 
     fn public_inputs(&self, inputs: &Inputs) -> Option<Vec<Fr>> {
-        let inputs = inputs.downcast_ref::<S::Inputs>()?;
+        let inputs = (**inputs).as_any().downcast_ref::<S::Inputs>()?;
         Some(self.statement.public_inputs(inputs))
     }
 

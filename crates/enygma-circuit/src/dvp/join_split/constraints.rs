@@ -171,7 +171,7 @@ impl ConstraintSynthesizer<Fr> for JoinSplitCircuit {
             .collect::<Result<Vec<_>, _>>()?;
         let revert_commitment = public(&|t| t.revert_commitment)?;
 
-        let token = TokenVar::new_witness(cs.clone(), kind, inputs.map(|t| &t.token))?;
+        let token = TokenVar::new_witness(cs.clone(), kind, inputs.map(|t| &*t.token))?;
         let dummy = FpVar::Constant(dummy_nullifier());
 
         // Input slots: rules 1–4 (rule 4 for slot 0 is rule 6, below).
@@ -180,7 +180,7 @@ impl ConstraintSynthesizer<Fr> for JoinSplitCircuit {
         let mut slot0_key = None;
         for i in 0..INPUT_SLOTS {
             let slot = |f: &dyn Fn(&InputSlot) -> Fr| private(&|t| f(&t.inputs[i]));
-            let secret_key = slot(&|s| s.secret_key)?;
+            let secret_key = slot(&|s| *s.secret_key)?;
             let owner_key = match forged_key.filter(|f| f.slot == i) {
                 Some(f) => {
                     keys::public_key_with_hint(&secret_key, |_| Ok((f.quotient, f.remainder)))?
@@ -193,9 +193,9 @@ impl ConstraintSynthesizer<Fr> for JoinSplitCircuit {
             let index = Boolean::le_bits_to_fp(&index_bits)?;
             notes::nullifier(&secret_key, &index)?.enforce_equal(&nullifiers[i])?;
             // 1. The amount is below 10^36.
-            let amount = amount::alloc(cs.clone(), || value(&|t| t.inputs[i].value))?;
+            let amount = amount::alloc(cs.clone(), || value(&|t| *t.inputs[i].value))?;
             // 3. Unless the slot is the dummy, its note is in the tree: (root − merkle_root)·(n − D) = 0.
-            let salt = slot(&|s| s.salt)?;
+            let salt = slot(&|s| *s.salt)?;
             let note = token.note_commitment(&owner_key, &salt, &amount)?;
             let siblings = (0..DEPTH)
                 .map(|level| slot(&|s| s.path.siblings[level]))
@@ -232,9 +232,9 @@ impl ConstraintSynthesizer<Fr> for JoinSplitCircuit {
         // Outputs.
         let mut total_out = FpVar::zero();
         for (o, commitment) in commitments_out.iter().enumerate() {
-            let recipient_key = private(&|t| t.outputs[o].recipient_key)?;
-            let salt = private(&|t| t.outputs[o].salt)?;
-            let amount = amount::alloc(cs.clone(), || value(&|t| t.outputs[o].value))?;
+            let recipient_key = private(&|t| *t.outputs[o].recipient_key)?;
+            let salt = private(&|t| *t.outputs[o].salt)?;
+            let amount = amount::alloc(cs.clone(), || value(&|t| *t.outputs[o].value))?;
             token
                 .note_commitment(&recipient_key, &salt, &amount)?
                 .enforce_equal(commitment)?;
@@ -242,7 +242,7 @@ impl ConstraintSynthesizer<Fr> for JoinSplitCircuit {
         }
 
         // The revert note: the input total back to slot 0's key.
-        let revert_salt = private(&|t| t.revert_salt)?;
+        let revert_salt = private(&|t| *t.revert_salt)?;
         let slot0_key = slot0_key.expect("slot 0 was synthesized");
         token
             .note_commitment(&slot0_key, &revert_salt, &total)?
@@ -392,8 +392,8 @@ mod tests {
             let victim_key = public_key(&good.inputs[0].secret_key);
             // The honest hint through the same path: satisfied.
             let (q, pk) = modl::div_rem(&crate::poseidon::hash(&[
-                good.inputs[0].secret_key,
-                good.inputs[0].secret_key,
+                *good.inputs[0].secret_key,
+                *good.inputs[0].secret_key,
             ]));
             let honest = ForgedKey {
                 slot: 0,
@@ -406,7 +406,7 @@ mod tests {
 
             let mut stolen = good.clone();
             let thief = Fr::from(123_456_789u64);
-            stolen.inputs[0].secret_key = thief;
+            *stolen.inputs[0].secret_key = thief;
             stolen.derive_public_values();
             stolen.revert_commitment = stolen.token.note_commitment(
                 &victim_key,
@@ -436,8 +436,8 @@ mod tests {
         for kind in TokenKind::ALL {
             let good = JoinSplitInputs::generate(kind, 2, &mut rng(15));
             refused(&good, Rule::DistinctNullifiers, |t| {
-                t.inputs[9] = t.inputs[0];
-                t.outputs[1].value += t.inputs[0].value;
+                t.inputs[9] = t.inputs[0].clone();
+                *t.outputs[1].value += *t.inputs[0].value;
                 t.derive_public_values();
             });
             // Dummies may repeat the dummy nullifier (slots 2..9 of `good` do).
@@ -456,32 +456,32 @@ mod tests {
             });
             // A wrapped sum: outputs T + 5 and −5 add up to T in the field.
             refused(&good, Rule::AmountRange, |t| {
-                t.outputs[0].value = t.input_total() + Fr::from(5u64);
-                t.outputs[1].value = -Fr::from(5u64);
+                *t.outputs[0].value = t.input_total() + Fr::from(5u64);
+                *t.outputs[1].value = -Fr::from(5u64);
                 t.derive_public_values();
             });
             // Amounts of 10^36: an output, then an input.
             let max = Fr::from(bound() - 1u32);
             refused(&good, Rule::AmountRange, |t| {
-                t.inputs[0].value = max;
-                t.inputs[1].value = Fr::ONE;
-                t.outputs[0].value = max + Fr::ONE;
-                t.outputs[1].value = Fr::ZERO;
+                *t.inputs[0].value = max;
+                *t.inputs[1].value = Fr::ONE;
+                *t.outputs[0].value = max + Fr::ONE;
+                *t.outputs[1].value = Fr::ZERO;
                 replant(t);
             });
             refused(&good, Rule::AmountRange, |t| {
-                t.inputs[0].value = max + Fr::ONE;
-                t.inputs[1].value = Fr::ZERO;
-                t.outputs[0].value = max;
-                t.outputs[1].value = Fr::ONE;
+                *t.inputs[0].value = max + Fr::ONE;
+                *t.inputs[1].value = Fr::ZERO;
+                *t.outputs[0].value = max;
+                *t.outputs[1].value = Fr::ONE;
                 replant(t);
             });
             // The largest amounts pass.
             let mut edge = good.clone();
-            edge.inputs[0].value = max;
-            edge.inputs[1].value = max;
-            edge.outputs[0].value = max;
-            edge.outputs[1].value = max;
+            *edge.inputs[0].value = max;
+            *edge.inputs[1].value = max;
+            *edge.outputs[0].value = max;
+            *edge.outputs[1].value = max;
             replant(&mut edge);
             assert_eq!(edge.check(), Ok(()));
             assert!(proves(&edge));
@@ -506,11 +506,12 @@ mod tests {
             // for the prover's key and any index.
             refused(&good, Rule::NoteInTree, |t| {
                 t.inputs[4] = InputSlot {
-                    secret_key: t.inputs[0].secret_key,
+                    secret_key: t.inputs[0].secret_key.clone(),
                     path: MerklePath {
                         index: Fr::from(99u64),
                         ..MerklePath::zero()
-                    },
+                    }
+                    .into(),
                     ..InputSlot::dummy()
                 };
                 t.derive_public_values();
@@ -519,12 +520,12 @@ mod tests {
             // contract must skip: the note would never be marked spent.
             refused(&good, Rule::DummySlot, |t| {
                 let mut slot = InputSlot {
-                    value: Fr::from(1000u64),
+                    value: Fr::from(1000u64).into(),
                     ..InputSlot::dummy()
                 };
                 let mut tree = crate::merkle::Tree::new();
                 tree.insert(0, slot.note(&t.token));
-                slot.path = tree.path(0);
+                *slot.path = tree.path(0);
                 slot.merkle_root = tree.root();
                 t.inputs[5] = slot;
                 t.outputs[0].value += Fr::from(1000u64);

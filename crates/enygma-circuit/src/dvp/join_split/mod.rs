@@ -69,7 +69,7 @@ use crate::{
     amount,
     keys::public_key,
     merkle::{MerklePath, Tree, LEAVES},
-    Fr,
+    Fr, Secret,
 };
 
 /// Input slots of every join-split, used or not.
@@ -102,13 +102,26 @@ impl fmt::Display for TokenKind {
     }
 }
 
-/// The token every note of one join-split holds (private in the statement).
+/// The token every note of one join-split holds (private in the statement, so held as a
+/// [`Secret<Token>`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Token {
     /// `erc20Address`, the 160-bit integer its hex spells.
     Erc20 { address: Fr },
     /// `erc1155Address` and `erc1155TokenId`.
     Erc1155 { address: Fr, id: Fr },
+}
+
+impl zeroize::Zeroize for Token {
+    fn zeroize(&mut self) {
+        match self {
+            Token::Erc20 { address } => address.zeroize(),
+            Token::Erc1155 { address, id } => {
+                address.zeroize();
+                id.zeroize();
+            }
+        }
+    }
 }
 
 impl Token {
@@ -130,17 +143,18 @@ impl Token {
     }
 }
 
-/// One input slot: a spent note, or a dummy ([`InputSlot::dummy`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One input slot: a spent note, or a dummy ([`InputSlot::dummy`]). The private values are
+/// [`Secret`]s: redacted in `Debug`, zeroized on drop.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputSlot {
     /// `keyPairsIn[i].privateKey`.
-    pub secret_key: Fr,
+    pub secret_key: Secret<Fr>,
     /// `saltsIn[i]`.
-    pub salt: Fr,
+    pub salt: Secret<Fr>,
     /// `valuesIn[i]`.
-    pub value: Fr,
+    pub value: Secret<Fr>,
     /// `merkleProofs[i]`: the leaf index and its siblings.
-    pub path: MerklePath,
+    pub path: Secret<MerklePath>,
     /// Public: `merkleRoots[i]`.
     pub merkle_root: Fr,
     /// Public, in no constraint: `treeNumbers[i]`.
@@ -154,10 +168,10 @@ impl InputSlot {
     /// nullifier `H(0, 0)`.
     pub fn dummy() -> Self {
         Self {
-            secret_key: Fr::ZERO,
-            salt: Fr::ZERO,
-            value: Fr::ZERO,
-            path: MerklePath::zero(),
+            secret_key: Fr::ZERO.into(),
+            salt: Fr::ZERO.into(),
+            value: Fr::ZERO.into(),
+            path: MerklePath::zero().into(),
             merkle_root: Fr::ZERO,
             tree_number: Fr::ZERO,
             nullifier: dummy_nullifier(),
@@ -170,29 +184,30 @@ impl InputSlot {
     }
 }
 
-/// One output note.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One output note. The private values are [`Secret`]s.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutputNote {
     /// `pubKeysOut[o].publicKey`, used as given.
-    pub recipient_key: Fr,
+    pub recipient_key: Secret<Fr>,
     /// `saltsOut[o]`.
-    pub salt: Fr,
+    pub salt: Secret<Fr>,
     /// `valuesOut[o]`.
-    pub value: Fr,
+    pub value: Secret<Fr>,
     /// Public, computed: the note's commitment.
     pub commitment: Fr,
 }
 
-/// Every value of one join-split, public and private, as field elements.
+/// Every value of one join-split, public and private, as field elements; the private ones are
+/// [`Secret`]s (here and in the slots and notes).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JoinSplitInputs {
-    pub token: Token,
+    pub token: Secret<Token>,
     /// Public, in no constraint: `nftCommitment`.
     pub nft_commitment: Fr,
     pub inputs: [InputSlot; INPUT_SLOTS],
     pub outputs: [OutputNote; OUTPUTS],
     /// `revertSalt`.
-    pub revert_salt: Fr,
+    pub revert_salt: Secret<Fr>,
     /// Public, computed: the revert note (slot 0's key, the input total).
     pub revert_commitment: Fr,
 }
@@ -204,7 +219,7 @@ impl JoinSplitInputs {
 
     /// `Σ values_in` in the field (an integer below 10^37 once every amount is checked).
     pub fn input_total(&self) -> Fr {
-        self.inputs.iter().map(|s| s.value).sum()
+        self.inputs.iter().map(|s| *s.value).sum()
     }
 
     /// Sets the public values the service computes rather than takes from the request, as the
@@ -213,7 +228,7 @@ impl JoinSplitInputs {
         for slot in &mut self.inputs {
             slot.nullifier = nullifier(&slot.secret_key, &slot.path.index);
         }
-        let token = self.token;
+        let token = &self.token;
         for out in &mut self.outputs {
             out.commitment = token.note_commitment(&out.recipient_key, &out.salt, &out.value);
         }
@@ -253,9 +268,11 @@ impl JoinSplitInputs {
                 || format!("nullifiers[{i}]"),
             )?;
             let is_dummy = slot.nullifier == dummy;
-            ensure(!is_dummy || slot.value == Fr::ZERO, Rule::DummySlot, || {
-                format!("values_in[{i}]")
-            })?;
+            ensure(
+                !is_dummy || *slot.value == Fr::ZERO,
+                Rule::DummySlot,
+                || format!("values_in[{i}]"),
+            )?;
             ensure(
                 is_dummy || slot.path.root(slot.note(&self.token)) == Some(slot.merkle_root),
                 Rule::NoteInTree,
@@ -301,7 +318,7 @@ impl JoinSplitInputs {
         )?;
         // Every amount is below 10^36: the field sums are the integer sums.
         ensure(
-            total == self.outputs.iter().map(|o| o.value).sum::<Fr>(),
+            total == self.outputs.iter().map(|o| *o.value).sum::<Fr>(),
             Rule::ValueConservation,
             || "values_out".into(),
         )
@@ -332,7 +349,7 @@ impl JoinSplitInputs {
             })
             .collect();
 
-        let mut inputs = [InputSlot::dummy(); INPUT_SLOTS];
+        let mut inputs: [InputSlot; INPUT_SLOTS] = std::array::from_fn(|_| InputSlot::dummy());
         let mut placed: Vec<(Fr, usize, usize)> = Vec::with_capacity(real_inputs);
         for slot in inputs.iter_mut().take(real_inputs) {
             let secret_key = owners[rng.gen_range(0..owners.len())];
@@ -355,9 +372,9 @@ impl JoinSplitInputs {
                 rng.gen_range(1..10u128.pow(35))
             };
             *slot = InputSlot {
-                secret_key,
-                salt: Fr::rand(rng),
-                value: Fr::from(value),
+                secret_key: secret_key.into(),
+                salt: Fr::rand(rng).into(),
+                value: Fr::from(value).into(),
                 tree_number: Fr::from(tree as u64),
                 ..InputSlot::dummy()
             };
@@ -366,7 +383,7 @@ impl JoinSplitInputs {
         }
         // Paths and roots once every note is in its tree.
         for (slot, &(_, tree, index)) in inputs.iter_mut().zip(&placed) {
-            slot.path = trees[tree].path(index);
+            slot.path = trees[tree].path(index).into();
             slot.merkle_root = trees[tree].root();
         }
 
@@ -376,18 +393,18 @@ impl JoinSplitInputs {
             .sum();
         let first = rng.gen_range(0..=total);
         let mut output = |value: u128| OutputNote {
-            recipient_key: public_key(&Fr::rand(rng)),
-            salt: Fr::rand(rng),
-            value: Fr::from(value),
+            recipient_key: public_key(&Fr::rand(rng)).into(),
+            salt: Fr::rand(rng).into(),
+            value: Fr::from(value).into(),
             commitment: Fr::ZERO,
         };
         let outputs = [output(first), output(total - first)];
         let mut generated = Self {
-            token,
+            token: token.into(),
             nft_commitment: Fr::rand(rng),
             inputs,
             outputs,
-            revert_salt: Fr::rand(rng),
+            revert_salt: Fr::rand(rng).into(),
             revert_commitment: Fr::ZERO,
         };
         generated.derive_public_values();

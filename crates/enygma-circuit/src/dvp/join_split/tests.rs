@@ -32,7 +32,7 @@ pub(crate) fn replant(t: &mut JoinSplitInputs) {
         if let Some(index) = slot.path.leaf_index() {
             let mut tree = Tree::new();
             tree.insert(index, slot.note(&t.token));
-            slot.path = tree.path(index);
+            *slot.path = tree.path(index);
             slot.merkle_root = tree.root();
         }
     }
@@ -86,30 +86,31 @@ pub(crate) fn worked_example(kind: TokenKind) -> JoinSplitInputs {
     siblings[0] = fr(low_siblings[0]);
     siblings[1] = fr(low_siblings[1]);
     let mut slot = InputSlot {
-        secret_key: fr(sk),
-        salt: Fr::from(11u64),
-        value: Fr::from(values_in),
+        secret_key: fr(sk).into(),
+        salt: Fr::from(11u64).into(),
+        value: Fr::from(values_in).into(),
         path: MerklePath {
             index: Fr::from(index),
             siblings: siblings.try_into().unwrap(),
-        },
+        }
+        .into(),
         ..InputSlot::dummy()
     };
     slot.merkle_root = slot.path.root(slot.note(&token)).unwrap();
-    let mut inputs = [InputSlot::dummy(); INPUT_SLOTS];
+    let mut inputs: [InputSlot; INPUT_SLOTS] = std::array::from_fn(|_| InputSlot::dummy());
     inputs[0] = slot;
     let output = |o: usize| OutputNote {
-        recipient_key: fr(recipients[o]),
-        salt: Fr::from(21 + o as u64),
-        value: Fr::from(values_out[o]),
+        recipient_key: fr(recipients[o]).into(),
+        salt: Fr::from(21 + o as u64).into(),
+        value: Fr::from(values_out[o]).into(),
         commitment: Fr::ZERO,
     };
     let mut t = JoinSplitInputs {
-        token,
+        token: token.into(),
         nft_commitment: fr(nft),
         inputs,
         outputs: [output(0), output(1)],
-        revert_salt: Fr::from(31u64),
+        revert_salt: Fr::from(31u64).into(),
         revert_commitment: Fr::ZERO,
     };
     t.derive_public_values();
@@ -121,7 +122,7 @@ pub(crate) fn worked_example(kind: TokenKind) -> JoinSplitInputs {
 fn worked_examples_reproduce_dvp_md() {
     let t = worked_example(TokenKind::Erc20);
     assert_eq!(
-        t.token,
+        *t.token,
         Token::Erc20 {
             address: fr("199213985795714995297001884428921580810666344893")
         }
@@ -204,7 +205,7 @@ fn each_broken_rule_is_named_with_its_field() {
     let one = Fr::ONE;
     let too_big = Fr::from(amount::bound().clone());
     assert_eq!(
-        broken(&good, |t| t.inputs[1].value = too_big),
+        broken(&good, |t| *t.inputs[1].value = too_big),
         "check (amount below 10^36) failed: values_in[1]"
     );
     assert_eq!(
@@ -233,11 +234,12 @@ fn each_broken_rule_is_named_with_its_field() {
     assert_eq!(
         broken(&good, |t| {
             t.inputs[5] = InputSlot {
-                secret_key: t.inputs[0].secret_key,
+                secret_key: t.inputs[0].secret_key.clone(),
                 path: MerklePath {
                     index: Fr::from(200u64),
                     ..MerklePath::zero()
-                },
+                }
+                .into(),
                 ..InputSlot::dummy()
             };
             t.derive_public_values()
@@ -248,7 +250,7 @@ fn each_broken_rule_is_named_with_its_field() {
     assert_eq!(
         broken(&good, |t| {
             t.inputs[4] = InputSlot {
-                value: Fr::from(7u64),
+                value: Fr::from(7u64).into(),
                 ..InputSlot::dummy()
             };
             t.outputs[0].value += Fr::from(7u64);
@@ -258,8 +260,8 @@ fn each_broken_rule_is_named_with_its_field() {
     );
     assert_eq!(
         broken(&good, |t| {
-            t.inputs[3] = t.inputs[1];
-            t.outputs[0].value += t.inputs[1].value;
+            t.inputs[3] = t.inputs[1].clone();
+            *t.outputs[0].value += *t.inputs[1].value;
             t.derive_public_values()
         }),
         "check (distinct nullifiers) failed: nullifiers[3]"
@@ -273,7 +275,7 @@ fn each_broken_rule_is_named_with_its_field() {
     );
     assert_eq!(
         broken(&good, |t| {
-            t.outputs[1].value = too_big;
+            *t.outputs[1].value = too_big;
             t.derive_public_values()
         }),
         "check (amount below 10^36) failed: values_out[1]"
@@ -305,9 +307,9 @@ fn each_broken_rule_is_named_with_its_field() {
 #[test]
 fn a_real_zero_amount_note_may_be_spent() {
     let mut t = JoinSplitInputs::generate(TokenKind::Erc20, 3, &mut rng(3));
-    t.inputs[2].value = Fr::ZERO;
-    t.outputs[0].value = t.input_total();
-    t.outputs[1].value = Fr::ZERO;
+    *t.inputs[2].value = Fr::ZERO;
+    *t.outputs[0].value = t.input_total();
+    *t.outputs[1].value = Fr::ZERO;
     replant(&mut t);
     assert_eq!(t.check(), Ok(()));
     assert_ne!(t.inputs[2].nullifier, dummy_nullifier());

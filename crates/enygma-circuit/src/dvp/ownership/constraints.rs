@@ -64,7 +64,7 @@ impl ConstraintSynthesizer<Fr> for OwnershipCircuit {
         let commitment_out = public(&|t| t.commitment_out)?;
         let revert_commitment = public(&|t| t.revert_commitment)?;
 
-        let secret_key = private(&|t| t.secret_key)?;
+        let secret_key = private(&|t| *t.secret_key)?;
         let owner_key = match self.forged_key {
             Some(hint) => keys::public_key_with_hint(&secret_key, |_| Ok(hint))?,
             None => keys::public_key(&secret_key)?,
@@ -74,20 +74,20 @@ impl ConstraintSynthesizer<Fr> for OwnershipCircuit {
         let index = Boolean::le_bits_to_fp(&index_bits)?;
         notes::nullifier(&secret_key, &index)?.enforce_equal(&nullifier)?;
         // 2. The note is in the tree, whatever its uid.
-        let uid = private(&|t| t.uid)?;
-        let salt_in = private(&|t| t.salt_in)?;
+        let uid = private(&|t| *t.uid)?;
+        let salt_in = private(&|t| *t.salt_in)?;
         let note = notes::erc721_commitment(&owner_key, &salt_in, &uid)?;
         let siblings = (0..DEPTH)
             .map(|level| private(&|t| t.path.siblings[level]))
             .collect::<Result<Vec<_>, _>>()?;
         merkle::root(&note, &index_bits, &siblings)?.enforce_equal(&merkle_root)?;
         // 3. The same uid goes to the recipient.
-        let recipient_key = private(&|t| t.recipient_key)?;
-        let salt_out = private(&|t| t.salt_out)?;
+        let recipient_key = private(&|t| *t.recipient_key)?;
+        let salt_out = private(&|t| *t.salt_out)?;
         notes::erc721_commitment(&recipient_key, &salt_out, &uid)?
             .enforce_equal(&commitment_out)?;
         // 4. The revert note returns it to the spender.
-        let revert_salt = private(&|t| t.revert_salt)?;
+        let revert_salt = private(&|t| *t.revert_salt)?;
         notes::erc721_commitment(&owner_key, &revert_salt, &uid)?.enforce_equal(&revert_commitment)
     }
 }
@@ -127,7 +127,7 @@ mod tests {
         let index = t.path.leaf_index().unwrap();
         let mut tree = Tree::new();
         tree.insert(index, t.note());
-        t.path = tree.path(index);
+        *t.path = tree.path(index);
         t.merkle_root = tree.root();
         t.derive_public_values();
     }
@@ -148,7 +148,7 @@ mod tests {
         samples.push(super::super::tests::worked_example());
         // uid 0, held as a real note: proves like any other uid.
         let mut zero = samples[0].clone();
-        zero.uid = Fr::ZERO;
+        *zero.uid = Fr::ZERO;
         replant(&mut zero);
         samples.push(zero);
         for t in samples {
@@ -210,30 +210,31 @@ mod tests {
             t.derive_public_values();
         });
         refused(&good, Rule::NoteInTree, |t| {
-            t.uid = Fr::ZERO;
+            *t.uid = Fr::ZERO;
             t.derive_public_values();
         });
         // The note in, another uid out.
         refused(&good, Rule::OutputCommitment, |t| {
-            t.commitment_out = erc721_commitment(&t.recipient_key, &t.salt_out, &(t.uid + Fr::ONE));
+            t.commitment_out =
+                erc721_commitment(&t.recipient_key, &t.salt_out, &(*t.uid + Fr::ONE));
         });
         refused(&good, Rule::RevertCommitment, |t| {
             t.revert_commitment = erc721_commitment(
                 &public_key(&t.secret_key),
                 &t.revert_salt,
-                &(t.uid + Fr::ONE),
+                &(*t.uid + Fr::ONE),
             );
         });
 
         // The honest hint through the forging path passes.
-        let (q, pk) = modl::div_rem(&poseidon::hash(&[good.secret_key, good.secret_key]));
+        let (q, pk) = modl::div_rem(&poseidon::hash(&[*good.secret_key, *good.secret_key]));
         assert!(satisfied(
             OwnershipCircuit::for_proving(good.clone()).with_forged_key(q, pk)
         ));
         // The thief's key, the victim's note and root; no quotient makes the victim's key pass.
         let victim_key = public_key(&good.secret_key);
         let mut stolen = good.clone();
-        stolen.secret_key = Fr::from(987_654_321u64);
+        *stolen.secret_key = Fr::from(987_654_321u64);
         stolen.derive_public_values();
         stolen.revert_commitment = erc721_commitment(&victim_key, &stolen.revert_salt, &stolen.uid);
         assert_eq!(stolen.check().map_err(|e| e.rule), Err(Rule::NoteInTree));

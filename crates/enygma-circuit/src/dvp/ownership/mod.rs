@@ -34,26 +34,27 @@ use super::{ensure, erc721_commitment, nullifier, CheckFailure, Rule};
 use crate::{
     keys::public_key,
     merkle::{MerklePath, Tree, LEAVES},
-    Fr,
+    Fr, Secret,
 };
 
 /// `payment_commitment`, `merkle_root`, `nullifier`, `tree_number`, `commitment_out`,
 /// `revert_commitment`.
 pub const NUM_PUBLIC_INPUTS: usize = 6;
 
-/// Every value of one ERC-721 ownership transfer, public and private, as field elements.
+/// Every value of one ERC-721 ownership transfer, public and private, as field elements. The
+/// private ones are [`Secret`]s: redacted in `Debug`, zeroized on drop.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnershipInputs {
     /// Public, in no constraint: `paymentCommitment`.
     pub payment_commitment: Fr,
     /// `keyPairIn.privateKey`.
-    pub secret_key: Fr,
+    pub secret_key: Secret<Fr>,
     /// `saltIn`.
-    pub salt_in: Fr,
+    pub salt_in: Secret<Fr>,
     /// `uid`: the NFT, the same in the spent and the new note.
-    pub uid: Fr,
+    pub uid: Secret<Fr>,
     /// `merkleProof`.
-    pub path: MerklePath,
+    pub path: Secret<MerklePath>,
     /// Public: `merkleRoot`.
     pub merkle_root: Fr,
     /// Public, in no constraint: `treeNumber`.
@@ -61,13 +62,13 @@ pub struct OwnershipInputs {
     /// Public, computed: `H(secret_key, path.index)`.
     pub nullifier: Fr,
     /// `pubKeyOut.publicKey`, used as given.
-    pub recipient_key: Fr,
+    pub recipient_key: Secret<Fr>,
     /// `saltOut`.
-    pub salt_out: Fr,
+    pub salt_out: Secret<Fr>,
     /// Public, computed: `C721(recipient_key, salt_out, uid)`.
     pub commitment_out: Fr,
     /// `revertSalt`.
-    pub revert_salt: Fr,
+    pub revert_salt: Secret<Fr>,
     /// Public, computed: `C721(pk(secret_key), revert_salt, uid)`.
     pub revert_commitment: Fr,
 }
@@ -143,21 +144,21 @@ impl OwnershipInputs {
         };
         let mut generated = Self {
             payment_commitment: Fr::rand(rng),
-            secret_key: Fr::rand(rng),
-            salt_in: Fr::rand(rng),
-            uid: Fr::rand(rng),
-            path: MerklePath::zero(),
+            secret_key: Fr::rand(rng).into(),
+            salt_in: Fr::rand(rng).into(),
+            uid: Fr::rand(rng).into(),
+            path: MerklePath::zero().into(),
             merkle_root: Fr::ZERO,
             tree_number: Fr::from(rng.gen_range(0..4u64)),
             nullifier: Fr::ZERO,
-            recipient_key: public_key(&Fr::rand(rng)),
-            salt_out: Fr::rand(rng),
+            recipient_key: public_key(&Fr::rand(rng)).into(),
+            salt_out: Fr::rand(rng).into(),
             commitment_out: Fr::ZERO,
-            revert_salt: Fr::rand(rng),
+            revert_salt: Fr::rand(rng).into(),
             revert_commitment: Fr::ZERO,
         };
         tree.insert(index, generated.note());
-        generated.path = tree.path(index);
+        generated.path = tree.path(index).into();
         generated.merkle_root = tree.root();
         generated.derive_public_values();
         generated
@@ -186,22 +187,26 @@ mod tests {
             ),
             secret_key: fr(
                 "9788415874988784019157736045180065897169664925354506868069413473014165509182",
-            ),
-            salt_in: Fr::from(11u64),
-            uid: fr("3394704224311584249040954192159419364195268500122569915103844474180361767719"),
+            )
+            .into(),
+            salt_in: Fr::from(11u64).into(),
+            uid: fr("3394704224311584249040954192159419364195268500122569915103844474180361767719")
+                .into(),
             path: MerklePath {
                 index: Fr::from(2u64),
                 siblings: siblings.try_into().unwrap(),
-            },
+            }
+            .into(),
             merkle_root: Fr::ZERO,
             tree_number: Fr::ZERO,
             nullifier: Fr::ZERO,
             recipient_key: fr(
                 "5531596323607733673733817933101902436840363804556480215976690544318581584769",
-            ),
-            salt_out: Fr::from(21u64),
+            )
+            .into(),
+            salt_out: Fr::from(21u64).into(),
             commitment_out: Fr::ZERO,
-            revert_salt: Fr::from(31u64),
+            revert_salt: Fr::from(31u64).into(),
             revert_commitment: Fr::ZERO,
         };
         t.merkle_root = t.path.root(t.note()).unwrap();
@@ -250,7 +255,7 @@ mod tests {
         );
         assert_eq!(
             broken(&|t| {
-                t.uid += one;
+                *t.uid += one;
                 t.derive_public_values()
             }),
             "check (note in the tree) failed: merkle_root"
@@ -266,7 +271,7 @@ mod tests {
         // uid 0 without a note in the tree: the reference's exemption is gone.
         assert_eq!(
             broken(&|t| {
-                t.uid = Fr::ZERO;
+                *t.uid = Fr::ZERO;
                 t.derive_public_values()
             }),
             "check (note in the tree) failed: merkle_root"

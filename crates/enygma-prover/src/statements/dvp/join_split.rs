@@ -17,7 +17,7 @@ use enygma_circuit::{
         INPUT_SLOTS, NUM_PUBLIC_INPUTS, OUTPUTS,
     },
     keys::public_key,
-    Fr,
+    Fr, Secret,
 };
 use rand::RngCore;
 use serde_json::{json, Value};
@@ -27,7 +27,7 @@ use super::{
     to_integer, GoObject,
 };
 use crate::{
-    request::{parse_field_element, parse_object, schema, to_decimal, RequestError},
+    request::{parse_field_element, parse_object, parse_secret, schema, to_decimal, RequestError},
     statements::{Circuit, Descriptor, Entry, RequestSpec, Statement},
 };
 
@@ -86,59 +86,71 @@ impl JoinSplit {
         let object = parse_object(body)?;
         let f = GoObject::body(&object);
         let required = self.inputs_required();
-        let values_in = f.array_up_to("valuesIn", INPUT_SLOTS, required, parse_field_element)?;
+        let values_in = f.array_up_to("valuesIn", INPUT_SLOTS, required, parse_secret)?;
         let n = values_in.len();
         let secret_keys = f.array("keyPairsIn", n, required, |name, v| {
             let pair = GoObject::at(name, v)?;
             pair.ignored_string("publicKey")?;
-            pair.decimal("privateKey")
+            pair.secret("privateKey")
         })?;
         let paths = f.array("merkleProofs", n, required, parse_merkle_proof)?;
         let roots = f.array("merkleRoots", n, required, parse_field_element)?;
         let trees = f.array("treeNumbers", n, required, parse_integer)?;
-        let salts_in = f.array("saltsIn", n, false, parse_field_element)?;
-        let values_out = f.array("valuesOut", OUTPUTS, true, parse_field_element)?;
+        let salts_in = f.array("saltsIn", n, false, parse_secret)?;
+        let values_out = f.array("valuesOut", OUTPUTS, true, parse_secret)?;
         let recipients = f.array("pubKeysOut", OUTPUTS, true, |name, v| {
             let key = GoObject::at(name, v)?;
             key.ignored_string("privateKey")?;
-            key.decimal("publicKey")
+            key.secret("publicKey")
         })?;
-        let salts_out = f.array("saltsOut", OUTPUTS, true, parse_field_element)?;
-        let revert_salt = f.decimal("revertSalt")?;
+        let salts_out = f.array("saltsOut", OUTPUTS, true, parse_secret)?;
+        let revert_salt = f.secret("revertSalt")?;
         let address = f.hex_address(self.address_field())?;
-        let token = match self.0 {
-            TokenKind::Erc20 => Token::Erc20 { address },
+        let token = Secret::new(match self.0 {
+            TokenKind::Erc20 => Token::Erc20 { address: *address },
             TokenKind::Erc1155 => Token::Erc1155 {
-                address,
-                id: f.decimal("erc1155TokenId")?,
+                address: *address,
+                id: *f.secret("erc1155TokenId")?,
             },
-        };
+        });
         let nft_commitment = f.decimal("nftCommitment")?;
         f.integer("merkleDepth")?;
 
-        let mut inputs = [InputSlot::dummy(); INPUT_SLOTS];
-        for (i, slot) in inputs.iter_mut().enumerate().take(n) {
-            *slot = InputSlot {
-                secret_key: secret_keys[i],
-                salt: salts_in[i],
-                value: values_in[i],
-                path: paths[i],
-                merkle_root: roots[i],
-                tree_number: trees[i],
+        // The parsed secrets are moved (not copied) into the slots and notes, so each private
+        // value keeps one owner that wipes it; slots n..9 are the reference's dummies.
+        let mut parsed_slots = secret_keys
+            .into_iter()
+            .zip(salts_in)
+            .zip(values_in)
+            .zip(paths)
+            .zip(roots.into_iter().zip(trees));
+        let inputs = std::array::from_fn(|_| match parsed_slots.next() {
+            Some(((((secret_key, salt), value), path), (merkle_root, tree_number))) => InputSlot {
+                secret_key,
+                salt,
+                value,
+                path,
+                merkle_root,
+                tree_number,
                 nullifier: Fr::from(0u64),
-            };
-        }
-        let output = |o: usize| OutputNote {
-            recipient_key: recipients[o],
-            salt: salts_out[o],
-            value: values_out[o],
-            commitment: Fr::from(0u64),
-        };
+            },
+            None => InputSlot::dummy(),
+        });
+        let mut outputs = recipients.into_iter().zip(salts_out).zip(values_out);
+        let outputs = std::array::from_fn(|_| {
+            let ((recipient_key, salt), value) = outputs.next().expect("exactly OUTPUTS outputs");
+            OutputNote {
+                recipient_key,
+                salt,
+                value,
+                commitment: Fr::from(0u64),
+            }
+        });
         let mut parsed = JoinSplitInputs {
             token,
             nft_commitment,
             inputs,
-            outputs: [output(0), output(1)],
+            outputs,
             revert_salt,
             revert_commitment: Fr::from(0u64),
         };
@@ -179,7 +191,7 @@ impl JoinSplit {
             "revertSalt": to_decimal(&inputs.revert_salt),
             "merkleDepth": enygma_circuit::merkle::DEPTH,
         });
-        match inputs.token {
+        match *inputs.token {
             Token::Erc20 { address } => {
                 body["erc20Address"] = to_hex_address(&address).into();
             }

@@ -29,12 +29,15 @@ use ark_ff::{BigInteger, PrimeField};
 use enygma_circuit::{
     dvp::CheckFailure,
     merkle::{MerklePath, DEPTH},
-    Fr,
+    Fr, Secret,
 };
 use num_bigint::BigUint;
 use serde_json::{json, Map, Value};
 
-use crate::request::{error, parse_array, parse_field_element, schema, to_decimal, RequestError};
+use crate::request::{
+    error, parse_array, parse_field_element, parse_secret, parse_secret_array, schema, to_decimal,
+    RequestError,
+};
 
 /// Hex digits of an Ethereum address (160 bits).
 const ADDRESS_HEX_DIGITS: usize = 40;
@@ -102,6 +105,11 @@ impl<'a> GoObject<'a> {
         parse_field_element(&self.name(field), self.required(field)?)
     }
 
+    /// A private decimal (a key, salt or amount), parsed straight into a [`Secret`].
+    pub(crate) fn secret(&self, field: &str) -> Result<Secret<Fr>, RequestError> {
+        parse_secret(&self.name(field), self.required(field)?)
+    }
+
     /// An array field of exactly `len` elements. Without `required` (Go's validator tag), an
     /// absent field reads as the empty array, which only `len` 0 accepts.
     pub(crate) fn array<T>(
@@ -152,8 +160,8 @@ impl<'a> GoObject<'a> {
         GoObject::at(&self.name(field), self.required(field)?)
     }
 
-    /// A hex token address (the integer it spells).
-    pub(crate) fn hex_address(&self, field: &str) -> Result<Fr, RequestError> {
+    /// A hex token address (the integer it spells), private in the join-split statements.
+    pub(crate) fn hex_address(&self, field: &str) -> Result<Secret<Fr>, RequestError> {
         parse_hex_address(&self.name(field), self.required(field)?)
     }
 
@@ -185,7 +193,9 @@ impl<'a> GoObject<'a> {
 
 /// A token address: hex digits (1 to 40, either case) with an optional lowercase `0x`. The
 /// reference silently reads invalid hex as its valid prefix, and `0X…` as 0; both are refused.
-pub(crate) fn parse_hex_address(field: &str, value: &Value) -> Result<Fr, RequestError> {
+/// The digits are accumulated in the field (40 hex digits are 160 bits, far below r), so no
+/// heap integer holds the private address.
+pub(crate) fn parse_hex_address(field: &str, value: &Value) -> Result<Secret<Fr>, RequestError> {
     let s = value
         .as_str()
         .ok_or_else(|| error(field, "expected a hex string"))?;
@@ -199,8 +209,12 @@ pub(crate) fn parse_hex_address(field: &str, value: &Value) -> Result<Fr, Reques
             format!("more than {ADDRESS_HEX_DIGITS} hex digits (160 bits)"),
         ));
     }
-    let n = BigUint::parse_bytes(digits.as_bytes(), 16).ok_or_else(|| error(field, "not hex"))?;
-    Ok(Fr::from(n))
+    let mut address = Secret::new(Fr::from(0u64));
+    let sixteen = Fr::from(16u64);
+    for digit in digits.chars().filter_map(|c| c.to_digit(16)) {
+        *address = *address * sixteen + Fr::from(digit);
+    }
+    Ok(address)
 }
 
 /// `0x` and 40 lower-case hex digits: how generated requests write an address.
@@ -229,14 +243,17 @@ pub(crate) fn to_integer(x: &Fr) -> Value {
 /// A Merkle proof `{indices, elements}`: the decimal leaf index and exactly 8 siblings, level 0
 /// first. (The reference pads missing siblings with 0 and drops extra ones.) An index of 256 or
 /// more parses: it breaks the rule "leaf index below 256" (422).
-pub(crate) fn parse_merkle_proof(field: &str, value: &Value) -> Result<MerklePath, RequestError> {
+pub(crate) fn parse_merkle_proof(
+    field: &str,
+    value: &Value,
+) -> Result<Secret<MerklePath>, RequestError> {
     let proof = GoObject::at(field, value)?;
-    let index = proof.decimal("indices")?;
-    let siblings = proof.array("elements", DEPTH, true, parse_field_element)?;
-    Ok(MerklePath {
-        index,
-        siblings: siblings.try_into().expect("exactly DEPTH siblings"),
-    })
+    // Filled in place: the path says which note is spent, so no unwiped copy is left behind.
+    let mut path = Secret::new(MerklePath::zero());
+    path.index = *proof.secret("indices")?;
+    let siblings = parse_secret_array(&proof.name("elements"), DEPTH, proof.required("elements")?)?;
+    path.siblings.copy_from_slice(&siblings);
+    Ok(path)
 }
 
 pub(crate) fn merkle_proof_json(path: &MerklePath) -> Value {
@@ -377,7 +394,7 @@ mod tests {
 
     #[test]
     fn addresses_are_hex_with_an_optional_0x() {
-        let parse = |s: &str| parse_hex_address("erc20Address", &Value::from(s));
+        let parse = |s: &str| parse_hex_address("erc20Address", &Value::from(s)).map(|a| *a);
         let expected = Fr::from(0xabcdu64);
         assert_eq!(parse("0xABcd"), Ok(expected));
         assert_eq!(parse("abcd"), Ok(expected));

@@ -16,12 +16,13 @@
 use enygma_circuit::{
     dvp::WITHDRAW_SLOTS,
     payment::{Deposit, Dvp, Kind, PaymentInputs, Withdraw},
-    Fr,
+    Fr, Secret,
 };
 use serde_json::{Map, Value};
 
 use crate::request::{
-    error, parse_array, parse_field_element, parse_object, schema, to_decimal, RequestError,
+    error, parse_array, parse_field_element, parse_object, parse_secret, parse_secret_array, schema,
+    to_decimal, RequestError,
 };
 
 /// How a request field is shaped, for its JSON Schema.
@@ -117,6 +118,18 @@ impl<'a> Fields<'a> {
         parse_array(name, WITHDRAW_SLOTS, self.get(name)?, parse_field_element)
     }
 
+    fn secret(&self, name: &str) -> Result<Secret<Fr>, RequestError> {
+        parse_secret(name, self.get(name)?)
+    }
+
+    fn secret_scalars(&self, name: &str) -> Result<Secret<Vec<Fr>>, RequestError> {
+        parse_secret_array(name, self.k, self.get(name)?)
+    }
+
+    fn secret_slots(&self, name: &str) -> Result<Secret<Vec<Fr>>, RequestError> {
+        parse_secret_array(name, WITHDRAW_SLOTS, self.get(name)?)
+    }
+
     fn points(&self, name: &str) -> Result<Vec<(Fr, Fr)>, RequestError> {
         parse_array(name, self.k, self.get(name)?, |field, v| {
             let xy = parse_array(field, 2, v, parse_field_element)?;
@@ -130,24 +143,25 @@ pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<PaymentInputs, Re
     parse_request(Kind::Transfer, k, body)
 }
 
-/// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`.
+/// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`. The private values go
+/// into [`Secret`]s; the JSON's strings are wiped when `object` drops, whatever the outcome.
 pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
     let object = parse_object(body)?;
     let f = Fields { object: &object, k };
     Ok(PaymentInputs {
-        sender_id: f.scalar("sender_id")?,
+        sender_id: f.secret("sender_id")?,
         anonymity_set: f.scalars("anonymity_set")?,
-        secret_key: f.scalar("secret_key")?,
-        shared_secrets: f.scalars("shared_secrets")?,
+        secret_key: f.secret("secret_key")?,
+        shared_secrets: f.secret_scalars("shared_secrets")?,
         hashed_shared_secrets: f.scalars("hashed_shared_secrets")?,
         public_keys: f.scalars("public_keys")?,
-        previous_sender_balance: f.scalar("previous_sender_balance")?,
-        previous_sender_random_value: f.scalar("previous_sender_random_value")?,
+        previous_sender_balance: f.secret("previous_sender_balance")?,
+        previous_sender_random_value: f.secret("previous_sender_random_value")?,
         previous_commits: f.points("previous_commits")?,
         tx_commits: f.points("tx_commits")?,
-        tx_values: f.scalars("tx_values")?,
-        tx_random_values: f.scalars("tx_random_values")?,
-        sender_tx_value: f.scalar("sender_tx_value")?,
+        tx_values: f.secret_scalars("tx_values")?,
+        tx_random_values: f.secret_scalars("tx_random_values")?,
+        sender_tx_value: f.secret("sender_tx_value")?,
         nullifier: f.scalar("nullifier")?,
         block_number: f.scalar("block_number")?,
         message_tags: f.scalars("message_tags")?,
@@ -155,16 +169,16 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
             Kind::Transfer => Dvp::None,
             Kind::Deposit => Dvp::Deposit(Deposit {
                 hash: f.scalar("hash")?,
-                pk: f.scalar("pk")?,
-                address: f.scalar("address")?,
-                salt_out: f.scalar("saltOut")?,
+                pk: f.secret("pk")?,
+                address: f.secret("address")?,
+                salt_out: f.secret("saltOut")?,
             }),
             Kind::Withdraw => Dvp::Withdraw(Withdraw {
                 hashes: f.slots("hashes")?,
-                sk_deposits: f.slots("sk_deposits")?,
-                v_per_deposit: f.slots("v_per_deposit")?,
-                address: f.scalar("address")?,
-                salts_in: f.slots("saltsIn")?,
+                sk_deposits: f.secret_slots("sk_deposits")?,
+                v_per_deposit: f.secret_slots("v_per_deposit")?,
+                address: f.secret("address")?,
+                salts_in: f.secret_slots("saltsIn")?,
             }),
         },
     })
