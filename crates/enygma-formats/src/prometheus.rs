@@ -191,11 +191,17 @@ garbage line here
         assert_eq!(Selector::parse("nope").unwrap().sum(&s), None);
         assert!(Selector::parse("x{a=\"1\"").is_err());
         assert_eq!(
-            value(TEXT, r#"enygma_http_requests_total{status="503",route="/generateProofTransfer-6"}"#),
+            value(
+                TEXT,
+                r#"enygma_http_requests_total{status="503",route="/generateProofTransfer-6"}"#
+            ),
             Some(2.0)
         );
         // A subset of the labels is another series.
-        assert_eq!(value(TEXT, r#"enygma_http_requests_total{status="503"}"#), None);
+        assert_eq!(
+            value(TEXT, r#"enygma_http_requests_total{status="503"}"#),
+            None
+        );
         assert_eq!(value(TEXT, "enygma_inflight"), Some(3.0));
     }
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use enygma_prover::statements;
 
-use enygma_formats::duration::parse_duration;
 use crate::mix;
 use crate::schedule::ScheduleSpec;
+use enygma_formats::duration::parse_duration;
 
 #[derive(Parser, Debug)]
 #[command(

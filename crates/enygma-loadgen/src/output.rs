@@ -299,7 +299,11 @@ pub fn write_rss_csv(
             .iter()
             .find(|(_, a, b)| t >= *a && t <= *b)
             .map_or("", |p| p.0.as_str());
-        [format!("{t:.3}"), format!("{:.3}", s.mb()), label.to_string()]
+        [
+            format!("{t:.3}"),
+            format!("{:.3}", s.mb()),
+            label.to_string(),
+        ]
     });
     write_csv(dir, "rss.csv", ["t_s", "rss_mb", "phase"], rows)
 }

@@ -28,7 +28,10 @@ fn sleeping_server(prove_time: Duration, flags: &[&str]) -> BackgroundServer {
 /// The command that starts this binary as the sleeping server (flags are appended to it).
 fn sleeping_server_cmd(prove_time: &str) -> String {
     let exe = std::env::current_exe().expect("the test binary's path");
-    format!("{} {SLEEPING_SERVER} --prove-time {prove_time}", exe.display())
+    format!(
+        "{} {SLEEPING_SERVER} --prove-time {prove_time}",
+        exe.display()
+    )
 }
 
 /// Counts equal the server's own, levels and warm-ups add up, internal ≤ external.

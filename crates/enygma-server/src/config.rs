@@ -607,10 +607,19 @@ mod tests {
         assert!(!default.admission().pin_cpus);
         assert!(stems(&parse(&["--precompute", "none"]).unwrap()).is_empty());
         // `all` is every hosted circuit, in registry order.
-        let all = parse(&["--circuits", "withdraw-k2,transfer-k6", "--precompute", "all"]).unwrap();
+        let all = parse(&[
+            "--circuits",
+            "withdraw-k2,transfer-k6",
+            "--precompute",
+            "all",
+        ])
+        .unwrap();
         assert_eq!(stems(&all), ["transfer-k6", "withdraw-k2"]);
         assert_eq!(
-            parse(&["--precompute", "all"]).unwrap().precomputed().unwrap(),
+            parse(&["--precompute", "all"])
+                .unwrap()
+                .precomputed()
+                .unwrap(),
             statements::instances().collect::<Vec<_>>()
         );
         let some = parse(&["--precompute", "transfer-k6, deposit-k2"]).unwrap();

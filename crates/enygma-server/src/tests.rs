@@ -13,8 +13,8 @@ use tokio::task::JoinHandle;
 use crate::auth::Auth;
 use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
 use crate::config::AdmissionConfig;
-use crate::transport::Transport;
 use crate::test_support::RunningServer;
+use crate::transport::Transport;
 use crate::{AppState, Exit};
 
 #[path = "../tests/common/http.rs"]
@@ -634,7 +634,8 @@ async fn queue_timeout_answers_504_and_never_proves() {
     assert!(late.error().contains("timed out"));
     let st = server_timing(late.header("server-timing").unwrap());
     assert!(
-        st.iter().any(|(n, d)| n == "queue" && d.is_some_and(|d| d >= 200.0)),
+        st.iter()
+            .any(|(n, d)| n == "queue" && d.is_some_and(|d| d >= 200.0)),
         "{st:?}"
     );
     assert_eq!(first.await.unwrap().status, 200);

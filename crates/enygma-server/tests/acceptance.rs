@@ -537,9 +537,7 @@ async fn burst_of_eight_with_one_slot_and_two_queue_places() {
     // The Server-Timing intervals agree: each admitted proof waited for the previous ones.
     let mut waits: Vec<f64> = ok
         .iter()
-        .map(|(r, _)| {
-            timing(r).queue_ms.expect("queue time")
-        })
+        .map(|(r, _)| timing(r).queue_ms.expect("queue time"))
         .collect();
     waits.sort_by(f64::total_cmp);
     let prove_ms = |r: &Resp| {

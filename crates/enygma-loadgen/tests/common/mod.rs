@@ -211,7 +211,11 @@ pub fn wait_ready(url: &str, mut server: Option<&mut Proc>, limit: Duration) {
     loop {
         if let Some(p) = server.as_deref_mut() {
             if let Some(s) = p.exited() {
-                panic!("{} exited ({s}) before it was ready:\n{}", p.name, p.log_tail());
+                panic!(
+                    "{} exited ({s}) before it was ready:\n{}",
+                    p.name,
+                    p.log_tail()
+                );
             }
         }
         if let Some((200, _)) = get(url, "/readyz") {
