@@ -186,10 +186,13 @@ struct ProofTimes {
     prove: Histogram,
 }
 
+/// The labels of `enygma_http_requests_total`: route template, k (none for a statement without
+/// sizes or an unknown k) and status.
+type RequestLabels = (&'static str, Option<usize>, u16);
+
 /// Everything the service counts.
 pub struct Metrics {
-    /// By (route template, k, status).
-    requests: Mutex<BTreeMap<(&'static str, Option<usize>, u16), u64>>,
+    requests: Mutex<BTreeMap<RequestLabels, u64>>,
     queue: [QueueCounters; 2],
     queue_wait: [Histogram; 2],
     /// One per hosted instance, in registry order.
