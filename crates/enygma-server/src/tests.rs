@@ -277,6 +277,15 @@ impl TestServer {
         get(self.addr, "/metrics").await.unwrap().body
     }
 
+    /// Polls `/metrics` until `series` has `value` (a slot taken, a request queued, ...).
+    async fn wait_metric(&self, series: &str, value: f64) {
+        let deadline = Instant::now() + T;
+        while metric(&self.metrics().await, series) != Some(value) {
+            assert!(Instant::now() < deadline, "{series} never reached {value}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     fn proved_tags(&self) -> Vec<String> {
         self.log
             .proofs
@@ -668,21 +677,11 @@ async fn a_queued_request_whose_client_left_is_never_proved() {
     .await
     .unwrap();
     // Wait until it is queued, then hang up.
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "request never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     drop(stream);
-    let deadline = Instant::now() + T;
-    while metric(
-        &s.metrics().await,
-        "enygma_abandoned_total{queue=\"prove\"}",
-    ) != Some(1.0)
-    {
-        assert!(Instant::now() < deadline, "abandonment not detected");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_abandoned_total{queue=\"prove\"}", 1.0)
+        .await;
     assert_eq!(first.await.unwrap().status, 200);
     // Give a (wrongly) surviving request every chance to be proved.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -709,11 +708,7 @@ async fn healthcheck_stays_fast_while_proofs_saturate_the_cpu() {
     let addr = s.addr;
     let load = tokio::spawn(async move { burst(addr, "/generateProofTransfer-2", bodies).await });
     // Wait until every slot is busy.
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(cpus as f64) {
-        assert!(Instant::now() < deadline, "slots never filled");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", cpus as f64).await;
     let mut worst = Duration::ZERO;
     for _ in 0..10 {
         let t0 = Instant::now();
@@ -744,11 +739,8 @@ async fn shutdown_drains_in_flight_and_queued_proofs() {
         )
         .await
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "second request never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     let log = s.log.clone();
     let t0 = Instant::now();
     let exit = s.stop().await;
@@ -778,11 +770,7 @@ async fn drain_timeout_gives_up() {
     let _slow = tokio::spawn(async move {
         post(addr, "/generateProofTransfer-2", &body("slow", 3_000), T).await
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let t0 = Instant::now();
     assert_eq!(s.stop().await, Exit::DrainTimeout);
     assert!(t0.elapsed() < Duration::from_secs(2));
@@ -823,11 +811,7 @@ async fn verify_has_its_own_limit_and_skips_the_proving_queue() {
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     assert_eq!(s.prove(&body("shed", 0)).await.status, 503);
     let t0 = Instant::now();
     let good = post(addr, "/verifyProofTransfer-2", br#"{"tag":"good"}"#, T)
@@ -980,21 +964,14 @@ async fn all_statements_share_one_proving_cap_and_queue() {
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline, "slot never taken");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let queued = tokio::spawn(async move {
         post(addr, "/generateProofWithdraw-2", &body("w-queued", 0), T)
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "withdraw never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     // The slot and the queue are full: a deposit (and another transfer) is shed at once.
     let prepared_before = s.log.prepared.load(Ordering::SeqCst);
     let t0 = Instant::now();
@@ -1204,21 +1181,14 @@ async fn dvp_routes_reach_the_backend_under_the_shared_admission() {
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline, "slot never taken");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let queued = tokio::spawn(async move {
         post(a, "/ownership-721", &body("o-queued", 0), T)
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "ownership never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     let shed = post(a, "/join-split-1155", &body("j-shed", 0), T)
         .await
         .unwrap();
