@@ -80,7 +80,8 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
-/// The side-by-side markdown (`ab.md`).
+/// The side-by-side markdown (`ab.md`): the setup, the variants level by level, their soaks,
+/// and the sweep with its best setting.
 pub fn render_ab(
     runs: &[(Variant, Report)],
     levels: &[usize],
@@ -88,11 +89,31 @@ pub fn render_ab(
     cmdline: &str,
 ) -> String {
     let mut md = String::new();
-    let main: Vec<&(Variant, Report)> =
-        runs.iter().filter(|(v, _)| v.role != Role::Sweep).collect();
     let Some((_, first)) = runs.first() else {
         return md;
     };
+    let main: Vec<&(Variant, Report)> =
+        runs.iter().filter(|(v, _)| v.role != Role::Sweep).collect();
+    let sweep: Vec<&(Variant, Report)> =
+        runs.iter().filter(|(v, _)| v.role == Role::Sweep).collect();
+    write_setup(&mut md, runs, first, levels, cmdline);
+    write_side_by_side(&mut md, &main, levels);
+    write_soaks(&mut md, &main);
+    write_sweep(&mut md, &sweep, best);
+    md.push_str(
+        "\nCharts: `ab.svg` (all variants), and each variant's `chart.svg` and `rss.svg`.\n",
+    );
+    md
+}
+
+/// The machine, the schedule, how to reproduce the run, and the variants' commands.
+fn write_setup(
+    md: &mut String,
+    runs: &[(Variant, Report)],
+    first: &Report,
+    levels: &[usize],
+    cmdline: &str,
+) {
     let m = &first.machine;
     let s = &first.settings;
     let _ = writeln!(
@@ -133,8 +154,22 @@ pub fn render_ab(
         );
     }
     md.push('\n');
+}
 
+/// One row per concurrency level: each variant's throughput, p50, p99 and peak RSS, the
+/// errors, and the capped variant's ratios to the unlimited one (and to the reference).
+fn write_side_by_side(md: &mut String, main: &[&(Variant, Report)], levels: &[usize]) {
+    let has_ref = main.iter().any(|(v, _)| v.role == Role::Reference);
     md.push_str("## Side by side\n\n");
+    let _ = writeln!(md, "{}", side_by_side_header(main, has_ref));
+    for &c in levels {
+        let _ = writeln!(md, "{}", side_by_side_row(main, c, has_ref));
+    }
+    md.push('\n');
+}
+
+/// The side-by-side table's header and alignment rows.
+fn side_by_side_header(main: &[&(Variant, Report)], has_ref: bool) -> String {
     let names: Vec<&str> = main.iter().map(|(v, _)| v.name.as_str()).collect();
     let mut header = String::from("| Concurrency |");
     let mut align = String::from("|---:|");
@@ -151,7 +186,6 @@ pub fn render_ab(
     }
     header.push_str(" Errors |");
     align.push_str("---|");
-    let has_ref = main.iter().any(|(v, _)| v.role == Role::Reference);
     header.push_str(" Throughput capped/unlimited | p99 capped/unlimited |");
     align.push_str("---:|---:|");
     if has_ref {
@@ -160,81 +194,86 @@ pub fn render_ab(
         );
         align.push_str("---:|---:|---:|");
     }
-    let _ = writeln!(md, "{header}\n{align}");
-    let get = |role: Role, c: usize| {
+    format!("{header}\n{align}")
+}
+
+/// The side-by-side row of concurrency `c`.
+fn side_by_side_row(main: &[&(Variant, Report)], c: usize, has_ref: bool) -> String {
+    let of = |role: Role| {
         main.iter()
             .find(|(v, _)| v.role == role)
             .and_then(|(_, r)| level(r, c))
     };
-    for &c in levels {
-        let mut row = format!("| {c} |");
-        let cells: [fn(&LevelReport) -> Option<f64>; 4] = [
-            |l| Some(l.throughput_rps),
-            |l| l.latency_ms.map(|s| s.p50),
-            |l| l.latency_ms.map(|s| s.p99),
-            |l| l.rss_peak_mb,
-        ];
-        for (k, f) in cells.iter().enumerate() {
-            for (_, r) in &main {
-                let v = level(r, c).and_then(f);
-                let _ = write!(
-                    row,
-                    " {} |",
-                    if k == 0 {
-                        v.map_or("–".into(), f2)
-                    } else {
-                        f1(v)
-                    }
-                );
-            }
-        }
-        let errs: Vec<String> = main
-            .iter()
-            .filter_map(|(v, r)| {
-                level(r, c)
-                    .filter(|l| !l.errors.is_empty())
-                    .map(|l| format!("{}: {}", v.name, errors_cell(&l.errors)))
-            })
-            .collect();
-        let _ = write!(
-            row,
-            " {} |",
-            if errs.is_empty() {
-                "0".into()
-            } else {
-                errs.join("; ")
-            }
-        );
-        let (a, b) = (get(Role::A, c), get(Role::B, c));
-        let _ = write!(
-            row,
-            " {} | {} |",
-            ratio(b.map(|l| l.throughput_rps), a.map(|l| l.throughput_rps)),
-            ratio(
-                b.and_then(|l| l.latency_ms.map(|s| s.p99)),
-                a.and_then(|l| l.latency_ms.map(|s| s.p99))
-            )
-        );
-        if has_ref {
-            let rf = get(Role::Reference, c);
+    let mut row = format!("| {c} |");
+    let cells: [fn(&LevelReport) -> Option<f64>; 4] = [
+        |l| Some(l.throughput_rps),
+        |l| l.latency_ms.map(|s| s.p50),
+        |l| l.latency_ms.map(|s| s.p99),
+        |l| l.rss_peak_mb,
+    ];
+    for (k, f) in cells.iter().enumerate() {
+        for (_, r) in main {
+            let v = level(r, c).and_then(f);
             let _ = write!(
                 row,
-                " {} | {} | {} |",
-                ratio(b.map(|l| l.throughput_rps), rf.map(|l| l.throughput_rps)),
-                ratio(
-                    b.and_then(|l| l.latency_ms.map(|s| s.p99)),
-                    rf.and_then(|l| l.latency_ms.map(|s| s.p99))
-                ),
-                ratio(
-                    b.and_then(|l| l.rss_peak_mb),
-                    rf.and_then(|l| l.rss_peak_mb)
-                ),
+                " {} |",
+                if k == 0 {
+                    v.map_or("–".into(), f2)
+                } else {
+                    f1(v)
+                }
             );
         }
-        let _ = writeln!(md, "{row}");
     }
-    md.push('\n');
-    for (v, r) in &main {
+    let errs: Vec<String> = main
+        .iter()
+        .filter_map(|(v, r)| {
+            level(r, c)
+                .filter(|l| !l.errors.is_empty())
+                .map(|l| format!("{}: {}", v.name, errors_cell(&l.errors)))
+        })
+        .collect();
+    let _ = write!(
+        row,
+        " {} |",
+        if errs.is_empty() {
+            "0".into()
+        } else {
+            errs.join("; ")
+        }
+    );
+    let (a, b) = (of(Role::A), of(Role::B));
+    let _ = write!(
+        row,
+        " {} | {} |",
+        ratio(b.map(|l| l.throughput_rps), a.map(|l| l.throughput_rps)),
+        ratio(
+            b.and_then(|l| l.latency_ms.map(|s| s.p99)),
+            a.and_then(|l| l.latency_ms.map(|s| s.p99))
+        )
+    );
+    if has_ref {
+        let rf = of(Role::Reference);
+        let _ = write!(
+            row,
+            " {} | {} | {} |",
+            ratio(b.map(|l| l.throughput_rps), rf.map(|l| l.throughput_rps)),
+            ratio(
+                b.and_then(|l| l.latency_ms.map(|s| s.p99)),
+                rf.and_then(|l| l.latency_ms.map(|s| s.p99))
+            ),
+            ratio(
+                b.and_then(|l| l.rss_peak_mb),
+                rf.and_then(|l| l.rss_peak_mb)
+            ),
+        );
+    }
+    row
+}
+
+/// The soak line of each variant that soaked.
+fn write_soaks(md: &mut String, main: &[&(Variant, Report)]) {
+    for (v, r) in main {
         if let Some(sk) = &r.soak {
             let _ = writeln!(
                 md,
@@ -247,60 +286,58 @@ pub fn render_ab(
             );
         }
     }
+}
 
-    let sweep: Vec<&(Variant, Report)> =
-        runs.iter().filter(|(v, _)| v.role == Role::Sweep).collect();
-    if !sweep.is_empty() {
-        md.push_str("\n## Sweep: `--max-inflight` x `--prove-threads`\n\n");
-        let slevels: Vec<usize> = sweep[0].1.levels.iter().map(|l| l.concurrency).collect();
-        let mut h = String::from("| Setting |");
-        let mut al = String::from("|---|");
-        for c in &slevels {
-            let _ = write!(h, " c={c} req/s | c={c} p99 (ms) |");
-            al.push_str("---:|---:|");
-        }
-        h.push_str(" Peak RSS (MB) | Errors |");
-        al.push_str("---:|---|");
-        let _ = writeln!(md, "{h}\n{al}");
-        for (v, r) in &sweep {
-            let mut row = format!("| `{}` |", v.flags);
-            for &c in &slevels {
-                let l = level(r, c);
-                let _ = write!(
-                    row,
-                    " {} | {} |",
-                    l.map_or("–".into(), |l| f2(l.throughput_rps)),
-                    f1(l.and_then(|l| l.latency_ms.map(|s| s.p99)))
-                );
-            }
-            let peak = r
-                .levels
-                .iter()
-                .filter_map(|l| l.rss_peak_mb)
-                .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-            let errs: u64 = r
-                .levels
-                .iter()
-                .map(|l| l.errors.values().sum::<u64>())
-                .sum();
-            let _ = writeln!(row, " {} | {} |", f1(peak), errs);
-            md.push_str(&row);
-        }
-        match best {
-            Some((v, why)) => {
-                let _ = writeln!(
-                    md,
-                    "\n**Best setting: `{}`**: {why}. It should become the server's default.",
-                    v.flags
-                );
-            }
-            None => md.push_str("\nNo sweep setting completed any request; no best setting.\n"),
-        }
+/// The `--max-inflight` x `--prove-threads` sweep: one row per setting, then the best one.
+fn write_sweep(md: &mut String, sweep: &[&(Variant, Report)], best: Option<(&Variant, String)>) {
+    if sweep.is_empty() {
+        return;
     }
-    md.push_str(
-        "\nCharts: `ab.svg` (all variants), and each variant's `chart.svg` and `rss.svg`.\n",
-    );
-    md
+    md.push_str("\n## Sweep: `--max-inflight` x `--prove-threads`\n\n");
+    let slevels: Vec<usize> = sweep[0].1.levels.iter().map(|l| l.concurrency).collect();
+    let mut h = String::from("| Setting |");
+    let mut al = String::from("|---|");
+    for c in &slevels {
+        let _ = write!(h, " c={c} req/s | c={c} p99 (ms) |");
+        al.push_str("---:|---:|");
+    }
+    h.push_str(" Peak RSS (MB) | Errors |");
+    al.push_str("---:|---|");
+    let _ = writeln!(md, "{h}\n{al}");
+    for (v, r) in sweep {
+        let mut row = format!("| `{}` |", v.flags);
+        for &c in &slevels {
+            let l = level(r, c);
+            let _ = write!(
+                row,
+                " {} | {} |",
+                l.map_or("–".into(), |l| f2(l.throughput_rps)),
+                f1(l.and_then(|l| l.latency_ms.map(|s| s.p99)))
+            );
+        }
+        let peak = r
+            .levels
+            .iter()
+            .filter_map(|l| l.rss_peak_mb)
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        let errs: u64 = r
+            .levels
+            .iter()
+            .map(|l| l.errors.values().sum::<u64>())
+            .sum();
+        let _ = writeln!(row, " {} | {} |", f1(peak), errs);
+        md.push_str(&row);
+    }
+    match best {
+        Some((v, why)) => {
+            let _ = writeln!(
+                md,
+                "\n**Best setting: `{}`**: {why}. It should become the server's default.",
+                v.flags
+            );
+        }
+        None => md.push_str("\nNo sweep setting completed any request; no best setting.\n"),
+    }
 }
 
 fn draw_ab(runs: &[(Variant, Report)], levels: &[usize], path: &Path) -> Result<()> {

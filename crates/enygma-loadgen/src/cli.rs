@@ -6,9 +6,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use enygma_prover::statements;
 
-use crate::duration::parse_duration;
 use crate::mix;
 use crate::schedule::ScheduleSpec;
+use enygma_formats::duration::parse_duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,9 +44,6 @@ pub enum Command {
     Ab(AbArgs),
     /// Machines needed for a daily volume within an operating window (CHAPS and Fedwire built in).
     Plan(PlanArgs),
-    /// A fake prove server (sleeps instead of proving) for dry runs of this tool and its tests.
-    #[command(hide = true)]
-    MockServer(MockArgs),
 }
 
 fn dur(s: &str) -> Result<Duration, String> {
@@ -333,39 +330,6 @@ pub struct PlanArgs {
     /// deploy/kubernetes/overlays/keda) instead of the plan.
     #[arg(long, requires = "rate", conflicts_with = "json")]
     pub kustomize: bool,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct MockArgs {
-    #[arg(long, default_value_t = 3003)]
-    pub port: u16,
-    #[arg(long, default_value = "127.0.0.1")]
-    pub bind: String,
-    #[arg(long)]
-    pub keys_dir: Option<PathBuf>,
-    #[arg(long, default_value_t = 2)]
-    pub max_inflight: usize,
-    #[arg(long, default_value_t = 1)]
-    pub prove_threads: usize,
-    #[arg(long, default_value_t = 64)]
-    pub queue_depth: usize,
-    #[arg(long, default_value = "30s", value_parser = dur)]
-    pub queue_timeout: Duration,
-    #[arg(long)]
-    pub unlimited: bool,
-    /// Simulated prove time of one proof alone on the machine.
-    #[arg(long, default_value = "150ms", value_parser = dur)]
-    pub prove_time: Duration,
-    #[arg(long, default_value = "10ms", value_parser = dur)]
-    pub witness_time: Duration,
-    /// Simulated cores: concurrent proofs beyond this share them (proofs slow down).
-    #[arg(long, default_value_t = 2)]
-    pub cores: usize,
-    /// Memory touched per proof in flight (makes RSS move).
-    #[arg(long, default_value_t = 8)]
-    pub alloc_mb: usize,
-    #[arg(long, default_value = "300ms", value_parser = dur)]
-    pub ready_delay: Duration,
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
-use crate::server_timing::{self, ServerTiming};
+use enygma_formats::server_timing::{self, ServerTiming};
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

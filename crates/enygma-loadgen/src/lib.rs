@@ -2,13 +2,11 @@
 //! prove service, RSS sampling, reports and charts, an A/B runner and a capacity planner.
 //!
 //! One module, one job:
-//! - [`duration`]: parsing `60s`/`500ms`/`5m` style durations;
 //! - [`schedule`]: the closed-loop phase plan and the seeded Poisson arrival schedule;
 //! - [`pool`]: the request-body pool workers cycle through;
 //! - [`mix`]: the routes of a run: one, or a weighted `--mix` of statement instances;
 //! - [`client`]: the plain-HTTP client and one timed request;
-//! - [`server_timing`]: parsing the `Server-Timing` header;
-//! - [`metrics`]: parsing Prometheus text and finding the "served" counter;
+//! - [`metrics`]: finding the "served" counter in the server's Prometheus samples;
 //! - [`rss`]: sampling VmRSS from `/proc/<pid>/status`;
 //! - [`spawn`]: starting/stopping a server and waiting until it is ready;
 //! - [`load`]: running one closed-loop or open-loop phase and collecting per-request records;
@@ -21,20 +19,20 @@
 //! - [`ab_report`]: the best setting, `ab.md`, `ab.svg`, `ab.json`;
 //! - [`plan`]: the capacity planner;
 //! - [`machine`]: CPU model/cores, dates and slugs;
-//! - [`progress`]: the progress line;
-//! - [`mock`]: a tiny fake prove server for dry runs and tests (no proving).
+//! - [`progress`]: the progress line.
+//!
+//! Durations, `Server-Timing` and Prometheus samples are read with `enygma_formats`, the
+//! formats' one owner, shared with the server.
 
 pub mod ab;
 pub mod ab_report;
 pub mod chart;
 pub mod cli;
 pub mod client;
-pub mod duration;
 pub mod load;
 pub mod machine;
 pub mod metrics;
 pub mod mix;
-pub mod mock;
 pub mod output;
 pub mod plan;
 pub mod pool;
@@ -43,6 +41,5 @@ pub mod report;
 pub mod rss;
 pub mod run;
 pub mod schedule;
-pub mod server_timing;
 pub mod spawn;
 pub mod stats;

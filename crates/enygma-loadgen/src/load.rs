@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use crate::client::{HttpClient, Reply, Status};
 use crate::mix::Targets;
 use crate::schedule::poisson_schedule;
-use crate::server_timing::ServerTiming;
+use enygma_formats::server_timing::ServerTiming;
 
 /// One request. Times are offsets from the run's epoch (shared with the RSS samples).
 #[derive(Debug, Clone, Copy)]

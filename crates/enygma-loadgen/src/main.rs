@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Parser;
 use enygma_loadgen::cli::{Cli, Command};
-use enygma_loadgen::{ab, mock, plan, run};
+use enygma_loadgen::{ab, plan, run};
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
@@ -33,7 +33,6 @@ fn main() -> Result<()> {
         match cli.command {
             Command::Run(args) => run::main(args, abort).await,
             Command::Ab(args) => ab::main(args, abort).await,
-            Command::MockServer(args) => mock::main(args).await,
             Command::Plan(_) => unreachable!(),
         }
     })

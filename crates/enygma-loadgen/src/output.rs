@@ -229,32 +229,62 @@ fn opt(x: Option<f64>) -> String {
     x.map_or(String::new(), |v| format!("{v:.3}"))
 }
 
+/// Writes `rows` under `header` to `dir/name` as CSV (quoted where a field needs it: a label
+/// may contain commas).
+fn write_csv<const N: usize>(
+    dir: &Path,
+    name: &str,
+    header: [&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> Result<()> {
+    let path = dir.join(name);
+    let write = || -> Result<()> {
+        let mut out = csv::Writer::from_path(&path)?;
+        out.write_record(header)?;
+        for row in rows {
+            out.write_record(&row)?;
+        }
+        out.flush()?;
+        Ok(())
+    };
+    write().with_context(|| format!("writing {}", path.display()))
+}
+
 /// One line per request: `phase,label,warmup,worker,scheduled_s,sent_s,done_s,latency_ms,status,queue_ms,witness_ms,prove_ms,total_ms`.
 pub fn write_requests_csv(records: &[(String, Record)], dir: &Path) -> Result<()> {
-    let mut out = String::from(
-        "phase,label,warmup,worker,scheduled_s,sent_s,done_s,latency_ms,status,queue_ms,witness_ms,prove_ms,total_ms\n",
-    );
-    for (label, r) in records {
-        let _ = writeln!(
-            out,
-            "{},{},{},{},{:.6},{:.6},{:.6},{:.3},{},{},{},{},{}",
-            r.phase,
-            label,
-            r.warmup,
-            r.worker,
-            r.scheduled.as_secs_f64(),
-            r.sent.as_secs_f64(),
-            r.done.as_secs_f64(),
-            r.latency_ms(),
-            r.status.key(),
+    let header = [
+        "phase",
+        "label",
+        "warmup",
+        "worker",
+        "scheduled_s",
+        "sent_s",
+        "done_s",
+        "latency_ms",
+        "status",
+        "queue_ms",
+        "witness_ms",
+        "prove_ms",
+        "total_ms",
+    ];
+    let rows = records.iter().map(|(label, r)| {
+        [
+            r.phase.to_string(),
+            label.clone(),
+            r.warmup.to_string(),
+            r.worker.to_string(),
+            format!("{:.6}", r.scheduled.as_secs_f64()),
+            format!("{:.6}", r.sent.as_secs_f64()),
+            format!("{:.6}", r.done.as_secs_f64()),
+            format!("{:.3}", r.latency_ms()),
+            r.status.key().to_string(),
             opt(r.timing.queue_ms),
             opt(r.timing.witness_ms),
             opt(r.timing.prove_ms),
             opt(r.timing.total_ms),
-        );
-    }
-    let path = dir.join("requests.csv");
-    std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))
+        ]
+    });
+    write_csv(dir, "requests.csv", header, rows)
 }
 
 /// `t_s,rss_mb,phase` (phase is the label of the phase running at that time, or empty).
@@ -264,17 +294,19 @@ pub fn write_rss_csv(
     phases: &[(String, f64, f64)],
     dir: &Path,
 ) -> Result<()> {
-    let mut out = String::from("t_s,rss_mb,phase\n");
-    for s in samples {
+    let rows = samples.iter().map(|s| {
         let t = s.at.saturating_duration_since(epoch).as_secs_f64();
         let label = phases
             .iter()
             .find(|(_, a, b)| t >= *a && t <= *b)
             .map_or("", |p| p.0.as_str());
-        let _ = writeln!(out, "{t:.3},{:.3},{label}", s.mb());
-    }
-    let path = dir.join("rss.csv");
-    std::fs::write(&path, out).with_context(|| format!("writing {}", path.display()))
+        [
+            format!("{t:.3}"),
+            format!("{:.3}", s.mb()),
+            label.to_string(),
+        ]
+    });
+    write_csv(dir, "rss.csv", ["t_s", "rss_mb", "phase"], rows)
 }
 
 #[cfg(test)]

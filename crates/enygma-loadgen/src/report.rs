@@ -472,7 +472,7 @@ impl<'a> PhaseView<'a> {
 pub(crate) mod tests {
     use super::*;
     use crate::client::Status;
-    use crate::server_timing::ServerTiming;
+    use enygma_formats::server_timing::ServerTiming;
     use std::time::Instant;
 
     fn rec(warmup: bool, sched_ms: u64, done_ms: u64, status: u16, prove: Option<f64>) -> Record {

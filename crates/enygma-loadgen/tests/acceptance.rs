@@ -67,7 +67,11 @@ fn start_server(dir: &std::path::Path, port: u16, extra: &[&str]) -> Proc {
     .arg(keys_dir())
     .args(extra);
     let mut p = Proc::spawn("enygma-server", &mut cmd, &dir.join("server.log"));
-    wait_ready(&format!("http://127.0.0.1:{port}"), &mut p, ready_timeout());
+    wait_ready(
+        &format!("http://127.0.0.1:{port}"),
+        Some(&mut p),
+        ready_timeout(),
+    );
     p
 }
 

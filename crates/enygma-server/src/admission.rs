@@ -325,7 +325,11 @@ fn build_pinned_pool(name: String, cpus: Vec<usize>) -> Result<rayon::ThreadPool
                     wanted[i]
                 ))
             }
-            Err(e) => return Err(format!("--pin-cpus: cannot read back {name}-{i}'s CPUs: {e}")),
+            Err(e) => {
+                return Err(format!(
+                    "--pin-cpus: cannot read back {name}-{i}'s CPUs: {e}"
+                ))
+            }
         }
     }
     Ok(pool)
@@ -348,9 +352,11 @@ impl ProveAdmission {
         let plan = match (pin_cpus, max_inflight) {
             (false, _) => None,
             (true, None) => {
-                return Err("--pin-cpus needs a cap: with --unlimited every proof runs on a \
+                return Err(
+                    "--pin-cpus needs a cap: with --unlimited every proof runs on a \
                             fresh pool, and there is no fixed set of slots to pin"
-                    .into())
+                        .into(),
+                )
             }
             (true, Some(n)) => Some(crate::affinity::plan(
                 n,

@@ -122,13 +122,11 @@ mod os {
     /// `(physical package, core)` of `cpu` from sysfs, if the kernel exposes them.
     pub fn core_of(cpu: usize) -> Option<(u32, u32)> {
         let read = |what: &str| -> Option<u32> {
-            std::fs::read_to_string(format!(
-                "/sys/devices/system/cpu/cpu{cpu}/topology/{what}"
-            ))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{what}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
         };
         Some((read("physical_package_id")?, read("core_id")?))
     }
@@ -209,11 +207,9 @@ mod tests {
         let cpu = *allowed.last().unwrap();
         let seen = std::thread::spawn(move || {
             pin_current_thread(cpu).unwrap();
-            let status = std::fs::read_to_string(format!(
-                "/proc/self/task/{}/status",
-                current_thread_id()
-            ))
-            .unwrap();
+            let status =
+                std::fs::read_to_string(format!("/proc/self/task/{}/status", current_thread_id()))
+                    .unwrap();
             (current_thread_cpus().unwrap(), status)
         })
         .join()

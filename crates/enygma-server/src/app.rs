@@ -2,22 +2,23 @@
 //! request pipeline stages and the (thin) handlers.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::extract::{Path, Request, State};
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 
-use enygma_prover::statements::{self, Action, Instance};
+use enygma_formats::server_timing::ServerTiming;
+use enygma_prover::statements::{self, Action, AnyStatement, Instance};
 
-use crate::admission::{AdmitError, Limiter, Permit, ProveAdmission, Slot};
+use crate::admission::{AdmitError, Limiter, ProveAdmission, Slot};
 use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
 use crate::body::RequestBody;
@@ -116,44 +117,52 @@ impl<B: ProofBackend> AppState<B> {
     }
 }
 
-/// Composes the whole service: routes, the proving pipeline and the per-request observer.
+/// Composes the whole service: routes and the per-request observer.
 ///
 /// Every statement of the registry (`enygma_prover::statements::ALL`) has its prove and verify
-/// route, registered in one loop; all have the same pipeline and share one proving admission
-/// controller (one cap, one queue: they compete for the same cores) and one verify limiter. The
-/// statement instance comes from the matched path; one this server does not host answers 404.
+/// route, registered in one loop with the statement it serves; all share one proving admission
+/// controller (one cap, one queue: they compete for the same cores) and one verify limiter. A
+/// statement instance this server does not host answers 404.
 ///
-/// Proving requests pass, in order: `observe` (request id, log line, metrics, Server-Timing) →
-/// `intake` (k, hosted, readiness, body limit) → `prepare` (an early 503 if the queue is already
-/// full, else strict parse and every check, off the runtime) → `admit` (the one shared proving admission controller) → `prove` (the handler:
-/// runs the proof on the slot's rayon pool). Bad requests are refused before admission, so they
-/// never take a queue place. Probes are outside the pipeline: never limited nor queued.
+/// Every request passes `observe` (request id, log line, metrics, Server-Timing), then the
+/// bearer-token check ([`crate::auth`]), then its handler. The prove handler ([`prove`]) reads
+/// as its steps: the instance from the path (k, hosted, ready), the body under the limit, an
+/// early 503 if the queue is already full, strict parse and every check off the runtime (the
+/// body is wiped there), a slot from the admission controller, the proof on the slot's rayon
+/// pool. Bad requests are refused before admission, so they never take a queue place. Probes
+/// are never limited nor queued. Other methods on a statement route get axum's 405 (`Allow:
+/// POST`) without running any step.
 pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
     let st = &state;
-    let (mut proving, mut verifying) = (Router::new(), Router::new());
+    let mut routes = Router::new();
     for statement in statements::all() {
         let d = statement.descriptor();
-        proving = proving.route(d.prove_route, post(prove::<B>));
-        verifying = verifying.route(d.verify_route, post(verify::<B>));
+        routes = routes
+            .route(
+                d.prove_route,
+                post(
+                    move |State(st): State<Arc<AppState<B>>>,
+                          Extension(ctx): Extension<ReqCtx>,
+                          k: Option<Path<String>>,
+                          body: Body| prove(statement, st, ctx, k, body),
+                ),
+            )
+            .route(
+                d.verify_route,
+                post(
+                    move |State(st): State<Arc<AppState<B>>>,
+                          Extension(ctx): Extension<ReqCtx>,
+                          k: Option<Path<String>>,
+                          body: Body| verify(statement, st, ctx, k, body),
+                ),
+            );
     }
-    // `route_layer`s run last-added first.
-    let proving = proving
-        .route_layer(from_fn_with_state(st.clone(), admit::<B>))
-        .route_layer(from_fn_with_state(st.clone(), prepare::<B>))
-        .route_layer(from_fn_with_state(st.clone(), intake::<B>));
-    let verifying = verifying
-        .route_layer(from_fn_with_state(st.clone(), admit_verify::<B>))
-        .route_layer(from_fn_with_state(st.clone(), intake::<B>));
-    let probes = Router::new()
+    routes
         .route("/healthcheck", get(healthcheck))
         .route("/livez", get(livez))
         .route("/readyz", get(readyz::<B>))
         .route("/metrics", get(metrics::<B>))
-        .route("/openapi.json", get(openapi));
-    Router::new()
-        .merge(proving)
-        .merge(verifying)
-        .merge(probes)
+        .route("/openapi.json", get(openapi))
         .fallback(not_found)
         .layer(from_fn_with_state(
             (st.auth.clone(), st.metrics.clone()),
@@ -295,42 +304,12 @@ fn request_id(headers: &HeaderMap) -> String {
             return v.to_owned();
         }
     }
-    static SEED: OnceLock<u64> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let seed = *SEED.get_or_init(|| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        (t.as_nanos() as u64) ^ ((std::process::id() as u64) << 32)
-    });
-    // splitmix64: distinct, unpredictable-enough ids without a random number generator.
-    let mut z = seed.wrapping_add(
-        COUNTER
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15),
-    );
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    format!("{:016x}", z ^ (z >> 31))
+    // Unpredictable, so one client cannot guess another's id.
+    format!("{:016x}", rand::random::<u64>())
 }
 
 fn ms(d: Option<Duration>) -> Option<f64> {
     d.map(|d| (d.as_secs_f64() * 1e4).round() / 10.0)
-}
-
-/// `queue;dur=12.3, witness;dur=40.1, prove;dur=610.4, total;dur=663.0` (the parts known).
-fn server_timing(info: &ReqInfo, total: Duration) -> String {
-    let parts = [
-        ("queue", info.queue),
-        ("witness", info.witness),
-        ("prove", info.prove),
-        ("total", Some(total)),
-    ];
-    parts
-        .iter()
-        .filter_map(|(name, d)| d.map(|d| format!("{name};dur={:.1}", d.as_secs_f64() * 1e3)))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Writes the request's log line and counts it; if the request future is dropped first (the
@@ -421,8 +400,10 @@ async fn observe<B: ProofBackend>(
     let mut resp = next.run(req).await;
 
     if action == Some(Action::Prove) {
-        let timing = server_timing(&ctx.get(), log.start.elapsed());
-        if let Ok(v) = HeaderValue::from_str(&timing) {
+        let info = ctx.get();
+        let timing =
+            ServerTiming::from_durations(info.queue, info.witness, info.prove, log.start.elapsed());
+        if let Ok(v) = HeaderValue::from_str(&timing.header_value()) {
             resp.headers_mut().insert(SERVER_TIMING.clone(), v);
         }
     }
@@ -435,101 +416,20 @@ async fn observe<B: ProofBackend>(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pipeline stages of the proving and verifying routes
+// The prove and verify routes
 
-/// A request's statement instance and body, read under the body limit. The body is wiped when
-/// the last stage that holds it lets it go ([`RequestBody`]).
-#[derive(Clone)]
-struct Intake {
-    instance: Instance,
-    body: RequestBody,
-}
-
-/// A request whose checks passed.
-struct Prepared<P>(Arc<P>);
-
-impl<P> Clone for Prepared<P> {
-    fn clone(&self) -> Self {
-        Prepared(self.0.clone())
-    }
-}
-
-/// A proof slot handed from `admit` to the handler (extensions need `Clone`).
-#[derive(Clone)]
-struct SlotCell(Arc<Mutex<Option<Slot>>>);
-
-/// A verify slot handed from `admit_verify` to the handler.
-#[derive(Clone)]
-struct PermitCell(Arc<Mutex<Option<Permit>>>);
-
-fn take<T>(cell: &Mutex<Option<T>>) -> Option<T> {
-    cell.lock().unwrap_or_else(|e| e.into_inner()).take()
-}
-
-/// The method (the statement routes take POST only), the statement instance from the path (k
-/// with the reference's messages), whether this server hosts it, readiness, and the body under
-/// the size limit.
-async fn intake<B: ProofBackend>(
-    State(st): State<Arc<AppState<B>>>,
-    Extension(ctx): Extension<ReqCtx>,
-    req: Request,
-    next: Next,
+/// A statement's prove route (`POST /generateProofTransfer-{k}`): the proof of the instance
+/// the path names. The steps, in order; each refuses with its own status, and nothing a refused
+/// request did costs a queue place or a proving slot.
+async fn prove<B: ProofBackend>(
+    statement: &'static dyn AnyStatement,
+    st: Arc<AppState<B>>,
+    ctx: ReqCtx,
+    k: Option<Path<String>>,
+    body: Body,
 ) -> Result<Response, ApiError> {
-    // axum's `route_layer` wraps a route's method fallback too, so without this a GET or TRACE
-    // would run the whole pipeline (parse, checks, even a queue place) before its 405.
-    if req.method() != Method::POST {
-        return Ok((StatusCode::METHOD_NOT_ALLOWED, [(ALLOW, "POST")]).into_response());
-    }
-    // The route is a statement's: the registry tells which, and what stands for its k.
-    let instance = statements::match_path(req.uri().path())
-        .ok_or_else(|| ApiError::internal("route without a statement"))?
-        .instance()
-        .map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?;
-    ctx.update(|i| i.k = instance.k());
-    if !st.hosts(instance) {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("circuit {instance} is not hosted here"),
-        ));
-    }
-    if st.backend().is_none() {
-        return Err(ApiError::unavailable(
-            "service is starting: keys are still loading",
-            5,
-        ));
-    }
-    let (parts, body) = req.into_parts();
-    let body = axum::body::to_bytes(body, st.body_limit)
-        .await
-        .map_err(|e| {
-            let too_large = std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-            if too_large {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("request body larger than {} bytes", st.body_limit),
-                )
-            } else if let Some(t) = crate::transport::BodyTimeout::find(&e) {
-                ApiError::new(StatusCode::REQUEST_TIMEOUT, t.to_string())
-            } else {
-                ApiError::new(StatusCode::BAD_REQUEST, "could not read the request body")
-            }
-        })?;
-    let mut req = Request::from_parts(parts, Body::empty());
-    req.extensions_mut().insert(Intake {
-        instance,
-        body: RequestBody::take(body),
-    });
-    Ok(next.run(req).await)
-}
-
-/// Strict parse and every check, on the blocking pool (it is cheap, but not free).
-async fn prepare<B: ProofBackend>(
-    State(st): State<Arc<AppState<B>>>,
-    Extension(intake): Extension<Intake>,
-    mut req: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
+    let (instance, backend) = st.serving(statement, k, &ctx)?;
+    let body = read_body(body, st.body_limit).await?;
     // Nothing to queue behind: shed before spending the checks' CPU on a request that would be
     // shed anyway (see `Limiter::shed_early`).
     if st.prove.shed_early() {
@@ -539,37 +439,125 @@ async fn prepare<B: ProofBackend>(
             st.prove.retry_after_secs(),
         ));
     }
-    let backend = st
-        .backend()
-        .ok_or_else(|| ApiError::internal("backend missing"))?;
-    // The body is not needed past parsing: the request's copy goes now, this stage's with the
-    // closure, so that the body is wiped before the request queues (or is refused).
-    if let Some(held) = req.extensions_mut().get_mut::<Intake>() {
-        held.body = RequestBody::empty();
-    }
-    let prepared = tokio::task::spawn_blocking(move || {
-        let Intake { instance, body } = intake;
-        backend.prepare(instance, &body)
-    })
-    .await
-    .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
-    req.extensions_mut().insert(Prepared(Arc::new(prepared)));
-    Ok(next.run(req).await)
+    let prepared = prepare(&backend, instance, body).await?;
+    let slot = admit_proof(&st, &ctx).await?;
+    let out = st
+        .prove
+        .run(slot, move || backend.prove(&prepared))
+        .await
+        .map_err(|_| ApiError::internal("the prover failed unexpectedly"))??;
+    ctx.update(|i| {
+        i.witness = Some(out.witness);
+        i.prove = Some(out.prove);
+    });
+    st.metrics.observe_proof(instance, out.witness, out.prove);
+    Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
 }
 
-/// The proving admission controller: a slot now, a place in the FIFO queue, or 503/504.
-async fn admit<B: ProofBackend>(
-    State(st): State<Arc<AppState<B>>>,
-    Extension(ctx): Extension<ReqCtx>,
-    mut req: Request,
-    next: Next,
+/// A statement's verify route (`POST /verifyProofTransfer-{k}`): `{"valid": bool}` for a body
+/// the same instance's prove route answered. Verification has its own small limiter and never
+/// waits behind proofs.
+async fn verify<B: ProofBackend>(
+    statement: &'static dyn AnyStatement,
+    st: Arc<AppState<B>>,
+    ctx: ReqCtx,
+    k: Option<Path<String>>,
+    body: Body,
 ) -> Result<Response, ApiError> {
+    let (instance, backend) = st.serving(statement, k, &ctx)?;
+    let body = read_body(body, st.body_limit).await?;
+    let (permit, _waited) = st
+        .verify
+        .acquire()
+        .await
+        .map_err(|e| ApiError::from_admit(e, QueueKind::Verify, 1))?;
+    let valid = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        backend.verify(instance, &body)
+    })
+    .await
+    .map_err(|_| ApiError::internal("verification failed unexpectedly"))??;
+    Ok(json_response(
+        StatusCode::OK,
+        serde_json::json!({ "valid": valid }).to_string(),
+    ))
+}
+
+impl<B: ProofBackend> AppState<B> {
+    /// The statement instance a route's path names (k with the reference's messages), if this
+    /// server hosts it and its keys are loaded, with the backend that serves it.
+    fn serving(
+        &self,
+        statement: &'static dyn AnyStatement,
+        k: Option<Path<String>>,
+        ctx: &ReqCtx,
+    ) -> Result<(Instance, Arc<B>), ApiError> {
+        let sizes = &statement.descriptor().sizes;
+        let k = match (sizes, k) {
+            (Some(sizes), Some(Path(raw))) => Some(
+                statements::parse_k(sizes, &raw)
+                    .map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?,
+            ),
+            _ => None,
+        };
+        let instance = Instance::new(statement, k)
+            .map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?;
+        ctx.update(|i| i.k = instance.k());
+        if !self.hosts(instance) {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("circuit {instance} is not hosted here"),
+            ));
+        }
+        let backend = self.backend().ok_or_else(|| {
+            ApiError::unavailable("service is starting: keys are still loading", 5)
+        })?;
+        Ok((instance, backend))
+    }
+}
+
+/// The whole request body, refused past `limit` bytes (413), when the client is too slow (408)
+/// or when the connection breaks (400). Wiped when dropped ([`RequestBody`]).
+async fn read_body(body: Body, limit: usize) -> Result<RequestBody, ApiError> {
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("request body larger than {limit} bytes"),
+            )
+        } else if let Some(t) = crate::transport::BodyTimeout::find(&e) {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, t.to_string())
+        } else {
+            ApiError::new(StatusCode::BAD_REQUEST, "could not read the request body")
+        }
+    })?;
+    Ok(RequestBody::take(bytes))
+}
+
+/// Strict parse and every check of the statement, on the blocking pool (cheap, but not free).
+/// The body is not needed past parsing: it goes (and is wiped) with the job, before the request
+/// queues or is refused.
+async fn prepare<B: ProofBackend>(
+    backend: &Arc<B>,
+    instance: Instance,
+    body: RequestBody,
+) -> Result<B::Prepared, ApiError> {
+    let backend = backend.clone();
+    let prepared = tokio::task::spawn_blocking(move || backend.prepare(instance, &body))
+        .await
+        .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
+    Ok(prepared)
+}
+
+/// A proving slot from the one shared admission controller: at once, after a place in its FIFO
+/// queue, or 503 (shed) / 504 (waited the whole queue timeout).
+async fn admit_proof<B: ProofBackend>(st: &AppState<B>, ctx: &ReqCtx) -> Result<Slot, ApiError> {
     match st.prove.acquire().await {
         Ok((slot, waited)) => {
             ctx.update(|i| i.queue = Some(waited));
-            req.extensions_mut()
-                .insert(SlotCell(Arc::new(Mutex::new(Some(slot)))));
-            Ok(next.run(req).await)
+            Ok(slot)
         }
         Err(e) => {
             if let AdmitError::Timeout(waited) = e {
@@ -584,74 +572,8 @@ async fn admit<B: ProofBackend>(
     }
 }
 
-/// The verify route's own limiter.
-async fn admit_verify<B: ProofBackend>(
-    State(st): State<Arc<AppState<B>>>,
-    mut req: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    let (permit, _waited) = st
-        .verify
-        .acquire()
-        .await
-        .map_err(|e| ApiError::from_admit(e, QueueKind::Verify, 1))?;
-    req.extensions_mut()
-        .insert(PermitCell(Arc::new(Mutex::new(Some(permit)))));
-    Ok(next.run(req).await)
-}
-
 // ---------------------------------------------------------------------------------------------
-// Handlers
-
-/// A statement's prove route (`POST /generateProofTransfer-{k}`): runs the prepared proof on
-/// the admitted slot.
-async fn prove<B: ProofBackend>(
-    State(st): State<Arc<AppState<B>>>,
-    Extension(ctx): Extension<ReqCtx>,
-    Extension(intake): Extension<Intake>,
-    Extension(prepared): Extension<Prepared<B::Prepared>>,
-    Extension(slot): Extension<SlotCell>,
-) -> Result<Response, ApiError> {
-    let slot = take(&slot.0).ok_or_else(|| ApiError::internal("no proving slot"))?;
-    let backend = st
-        .backend()
-        .ok_or_else(|| ApiError::internal("backend missing"))?;
-    let out = st
-        .prove
-        .run(slot, move || backend.prove(&prepared.0))
-        .await
-        .map_err(|_| ApiError::internal("the prover failed unexpectedly"))??;
-    ctx.update(|i| {
-        i.witness = Some(out.witness);
-        i.prove = Some(out.prove);
-    });
-    st.metrics
-        .observe_proof(intake.instance, out.witness, out.prove);
-    Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
-}
-
-/// A statement's verify route (`POST /verifyProofTransfer-{k}`): `{"valid": bool}` for a body
-/// the same instance's prove route answered.
-async fn verify<B: ProofBackend>(
-    State(st): State<Arc<AppState<B>>>,
-    Extension(intake): Extension<Intake>,
-    Extension(permit): Extension<PermitCell>,
-) -> Result<Response, ApiError> {
-    let permit = take(&permit.0);
-    let backend = st
-        .backend()
-        .ok_or_else(|| ApiError::internal("backend missing"))?;
-    let valid = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        backend.verify(intake.instance, &intake.body)
-    })
-    .await
-    .map_err(|_| ApiError::internal("verification failed unexpectedly"))??;
-    Ok(json_response(
-        StatusCode::OK,
-        serde_json::json!({ "valid": valid }).to_string(),
-    ))
-}
+// Probes
 
 fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
     (status, [(CONTENT_TYPE, JSON)], body.into()).into_response()

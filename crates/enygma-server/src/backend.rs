@@ -4,9 +4,8 @@
 //! the admission tests run against a deterministic fake (see `crate::tests`) while the binary
 //! uses the real `enygma_prover::Prover` through [`crate::prover::RealBackend`].
 
-use std::fmt;
-
 pub use enygma_prover::statements::Instance;
+use enygma_prover::ProveError;
 use std::time::Duration;
 
 /// A prover as the server sees it. Every method is synchronous and may block: the server calls
@@ -36,24 +35,27 @@ pub struct ProofOutput {
 
 /// Why a request could not be served. Messages must be safe to return and log: they may name a
 /// field or a check, never a value taken from the request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BackendError {
     /// Malformed JSON, missing or mis-shaped field, non-decimal or non-canonical value: 400.
+    #[error("{0}")]
     BadRequest(String),
     /// A well-formed request that fails one of the statement's rules: 422.
+    #[error("{0}")]
     CheckFailed(String),
     /// Anything else: 500.
+    #[error("{0}")]
     Internal(String),
 }
 
-impl fmt::Display for BackendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BackendError::BadRequest(m)
-            | BackendError::CheckFailed(m)
-            | BackendError::Internal(m) => f.write_str(m),
+/// The prover's error messages name fields and checks, never values: safe to return.
+impl From<ProveError> for BackendError {
+    fn from(e: ProveError) -> Self {
+        let message = e.to_string();
+        match e {
+            ProveError::BadRequest(_) => BackendError::BadRequest(message),
+            ProveError::CheckFailed(_) => BackendError::CheckFailed(message),
+            ProveError::Internal(_) => BackendError::Internal(message),
         }
     }
 }
-
-impl std::error::Error for BackendError {}

@@ -1,24 +1,20 @@
-//! A request body as the service holds it: a buffer of its own, overwritten with zeros when its
-//! last holder drops it (see the README's "Secrets in memory").
+//! A request body as the service holds it: a buffer of its own, overwritten with zeros when it
+//! is dropped (see the README's "Secrets in memory").
 //!
-//! The proving pipeline drops its handles as soon as the request is parsed (`app::prepare`), so
-//! a proving request's body is wiped before the request queues, whether it was then refused
-//! (400, 422, 503) or proved; a verify body when it has been verified. A body that fails to
+//! The prove handler moves the body into the parse-and-check job (`app::prepare`), which drops
+//! it, so a proving request's body is wiped before the request queues, whether it was then
+//! refused (400, 422, 503) or proved; a verify body when it has been verified. A body that fails to
 //! arrive whole (413, 408, a broken connection) never becomes a `RequestBody`: its partial
 //! frames stay in hyper's buffers.
 
 use std::ops::Deref;
-use std::sync::Arc;
 
 use axum::body::Bytes;
 use bytes::BytesMut;
 use zeroize::Zeroize;
 
-/// A request body, shared by the pipeline stages that need it; wiped when the last clone drops.
-#[derive(Clone)]
-pub(crate) struct RequestBody(Arc<Buffer>);
-
-struct Buffer(BytesMut);
+/// A request body; wiped when dropped.
+pub(crate) struct RequestBody(BytesMut);
 
 impl RequestBody {
     /// Takes the body `axum::body::to_bytes` collected. `Bytes` is reference counted: when this
@@ -31,12 +27,7 @@ impl RequestBody {
             Ok(unique) => unique,
             Err(shared) => BytesMut::from(&shared[..]),
         };
-        RequestBody(Arc::new(Buffer(buffer)))
-    }
-
-    /// An empty body, for a stage that no longer needs the bytes.
-    pub(crate) fn empty() -> Self {
-        RequestBody(Arc::new(Buffer(BytesMut::new())))
+        RequestBody(buffer)
     }
 }
 
@@ -44,11 +35,11 @@ impl Deref for RequestBody {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        &self.0 .0
+        &self.0
     }
 }
 
-impl Drop for Buffer {
+impl Drop for RequestBody {
     fn drop(&mut self) {
         let len = self.0.len();
         self.0[..].zeroize();

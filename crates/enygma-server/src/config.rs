@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+use enygma_formats::duration::parse_duration;
 use enygma_prover::statements::{self, Instance};
 
 /// Log output format.
@@ -397,33 +398,6 @@ impl AccessArgs {
     }
 }
 
-/// Parses `250ms`, `30s`, `2m`, `1h` or a bare number of seconds (`30`, `0.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 30s, 1500ms, 2m"))?;
-    let seconds = match unit.trim() {
-        "" | "s" | "sec" | "secs" => value,
-        "ms" => value / 1e3,
-        "m" | "min" | "mins" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "invalid duration unit {other:?} in {s:?}: use ms, s, m or h"
-            ))
-        }
-    };
-    if !seconds.is_finite() || seconds > 1e9 {
-        return Err(format!("duration {s:?} out of range"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -633,10 +607,19 @@ mod tests {
         assert!(!default.admission().pin_cpus);
         assert!(stems(&parse(&["--precompute", "none"]).unwrap()).is_empty());
         // `all` is every hosted circuit, in registry order.
-        let all = parse(&["--circuits", "withdraw-k2,transfer-k6", "--precompute", "all"]).unwrap();
+        let all = parse(&[
+            "--circuits",
+            "withdraw-k2,transfer-k6",
+            "--precompute",
+            "all",
+        ])
+        .unwrap();
         assert_eq!(stems(&all), ["transfer-k6", "withdraw-k2"]);
         assert_eq!(
-            parse(&["--precompute", "all"]).unwrap().precomputed().unwrap(),
+            parse(&["--precompute", "all"])
+                .unwrap()
+                .precomputed()
+                .unwrap(),
             statements::instances().collect::<Vec<_>>()
         );
         let some = parse(&["--precompute", "transfer-k6, deposit-k2"]).unwrap();

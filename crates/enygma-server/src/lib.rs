@@ -25,10 +25,11 @@
 //! memory (the reference, which starts everything at once, degrades 11-14x past 2-4 in flight).
 //! So every proving request goes through one shared [`admission::ProveAdmission`]:
 //!
-//! 1. **Validate before admission.** `intake` (k, readiness, body limit) and `prepare` (strict
-//!    parse and the native evaluation of every check of the route's statement, on tokio's
-//!    blocking pool) run first, so
-//!    a bad request is answered 400/413/422 without ever taking a queue place.
+//! 1. **Validate before admission.** The prove handler ([`app::router`] lists its steps) reads
+//!    the instance from the path (k, hosted, readiness) and the body under the limit, sheds at
+//!    once if the queue is already full, then parses strictly and evaluates every check of the
+//!    route's statement on tokio's blocking pool, so a bad request is answered 400/413/422
+//!    without ever taking a queue place.
 //! 2. **Cap.** A tokio [`Semaphore`](tokio::sync::Semaphore) with `--max-inflight` permits. It
 //!    is fair: waiters are served in arrival order (FIFO), and a released permit goes to the
 //!    oldest waiter before any newcomer can grab it.
@@ -49,18 +50,23 @@
 //!    the prover's parallel code uses that pool) and hands its result back over a oneshot
 //!    channel. No proof ever runs on a tokio worker, so `/healthcheck` stays fast under load.
 //!
-//! The controller is applied once, at router level, in [`app::router`]: it is one object in the
-//! shared state, used by the one `admit` stage of the proving routes, so all statements and
-//! all k share one limit and one queue (they compete for the same cores).
+//! The controller is one object in the shared state, used by every prove handler, so all
+//! statements and all k share one limit and one queue (they compete for the same cores).
 //!
-//! Why not tower's `ConcurrencyLimitLayer`: added per route it creates one limit per route
-//! (one per statement, where the statements must share one); even shared (`GlobalConcurrencyLimitLayer`) it queues
-//! without bound and without a timeout, and `LoadShed` in front of it sheds as soon as every
-//! slot is busy: it offers "no queue" or "unbounded queue", not "bounded queue with a timeout".
-//! Its permit is also released when the response future ends, so a request whose client
-//! disconnects mid-proof would free a slot while its proof still occupies a core; here the
-//! permit travels with the proof job. And it exposes no queue depth for metrics. The semaphore
-//! version is ~100 lines and unit-tested.
+//! Why not tower: `LoadShed → Buffer(depth) → GlobalConcurrencyLimit` is tower's bounded FIFO
+//! (a shared cap, at most `depth` waiting, the rest shed), and it is close. What it lacks:
+//! - a timeout on the wait alone: tower's `Timeout` around it would also bound the proof, and
+//!   inside it would not see the queue; a waiter here gets 504 after `--queue-timeout` in the
+//!   queue, whatever the proof then takes;
+//! - shedding on the expected wait (queue position x service-time estimate) and a
+//!   `Retry-After` from it, rather than only on a full buffer;
+//! - gauges: the queue depth, slots in use and waits as metrics;
+//! - a permit that travels into the proof job: tower releases its permit when the response
+//!   future ends, so a client that disconnects mid-proof would free a slot while its proof
+//!   still occupies a core; here the slot moves into the job on the slot's rayon pool and is
+//!   released when the proof finishes.
+//!
+//! The semaphore version ([`admission`]) is a few hundred lines with its unit tests.
 //!
 //! `--unlimited` disables the cap and the queue: every request starts proving at once on a
 //! fresh pool, like the reference (for A/B load tests).
@@ -92,6 +98,8 @@ pub mod metrics;
 pub mod openapi;
 pub mod prover;
 pub mod server;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 pub mod tls;
 pub mod transport;
 

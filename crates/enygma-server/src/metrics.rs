@@ -186,10 +186,13 @@ struct ProofTimes {
     prove: Histogram,
 }
 
+/// The labels of `enygma_http_requests_total`: route template, k (none for a statement without
+/// sizes or an unknown k) and status.
+type RequestLabels = (&'static str, Option<usize>, u16);
+
 /// Everything the service counts.
 pub struct Metrics {
-    /// By (route template, k, status).
-    requests: Mutex<BTreeMap<(&'static str, Option<usize>, u16), u64>>,
+    requests: Mutex<BTreeMap<RequestLabels, u64>>,
     queue: [QueueCounters; 2],
     queue_wait: [Histogram; 2],
     /// One per hosted instance, in registry order.
@@ -322,7 +325,8 @@ impl Metrics {
         (count > 0).then(|| Duration::from_secs_f64(sum / count as f64))
     }
 
-    /// Renders every series in the Prometheus text format.
+    /// Renders every series in the Prometheus text format. The names and labels are an
+    /// interface: deploy/'s alert rules and dashboards use them.
     pub fn render(
         &self,
         ready: bool,
@@ -333,36 +337,36 @@ impl Metrics {
         let gauges = [(QueueKind::Prove, prove), (QueueKind::Verify, verify)];
         let mut out = String::with_capacity(8 * 1024);
         let o = &mut out;
+        render_lifecycle(o, ready, draining);
+        self.render_requests(o);
+        self.render_proofs(o);
+        self.render_queues(o, &gauges);
+        self.render_proof_times(o);
+        self.render_admission_estimates(o, &gauges);
+        self.render_access(o);
+        out
+    }
 
-        header(
-            o,
-            "enygma_ready",
-            "gauge",
-            "1 once the keys of every hosted statement instance are loaded, else 0.",
-        );
-        let _ = writeln!(o, "enygma_ready {}", ready as u8);
-        header(
-            o,
-            "enygma_draining",
-            "gauge",
-            "1 after SIGTERM/SIGINT, while in-flight and queued requests finish.",
-        );
-        let _ = writeln!(o, "enygma_draining {}", draining as u8);
-
+    /// Finished requests by route, k and status.
+    fn render_requests(&self, o: &mut String) {
         header(
             o,
             "enygma_http_requests_total",
             "counter",
             "Finished HTTP requests by route, k and status (499: the client went away first).",
         );
-        {
-            let map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-            for ((route, k, status), n) in map.iter() {
-                let k = k_label(*k);
-                let _ = writeln!(o, "enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}} {n}");
-            }
+        let map = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        for ((route, k, status), n) in map.iter() {
+            let k = k_label(*k);
+            let _ = writeln!(
+                o,
+                "enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"{status}\"}} {n}"
+            );
         }
+    }
 
+    /// The prove pools: proofs running now, at most, started, discarded and panicked.
+    fn render_proofs(&self, o: &mut String) {
         header(
             o,
             "enygma_proofs_in_flight",
@@ -410,14 +414,17 @@ impl Metrics {
             "enygma_proof_panics_total {}",
             self.proof_panics.load(Ordering::Relaxed)
         );
+    }
 
+    /// Each queue (prove, verify): its configuration, depth, refusals and waits.
+    fn render_queues(&self, o: &mut String, gauges: &[(QueueKind, QueueGauges)]) {
         header(
             o,
             "enygma_max_inflight",
             "gauge",
             "Configured concurrency limit per queue (0: unlimited).",
         );
-        for (kind, g) in &gauges {
+        for (kind, g) in gauges {
             let _ = writeln!(
                 o,
                 "enygma_max_inflight{{queue=\"{}\"}} {}",
@@ -431,7 +438,7 @@ impl Metrics {
             "gauge",
             "Configured queue depth per queue.",
         );
-        for (kind, g) in &gauges {
+        for (kind, g) in gauges {
             let _ = writeln!(
                 o,
                 "enygma_queue_capacity{{queue=\"{}\"}} {}",
@@ -445,7 +452,7 @@ impl Metrics {
             "gauge",
             "Requests waiting for a slot now.",
         );
-        for (kind, g) in &gauges {
+        for (kind, g) in gauges {
             let _ = writeln!(
                 o,
                 "enygma_queue_depth{{queue=\"{}\"}} {}",
@@ -496,6 +503,10 @@ impl Metrics {
                 &format!("queue=\"{}\"", kind.label()),
             );
         }
+    }
+
+    /// Witness and prove times by statement instance.
+    fn render_proof_times(&self, o: &mut String) {
         header(
             o,
             "enygma_witness_seconds",
@@ -516,9 +527,6 @@ impl Metrics {
             p.prove
                 .render(o, "enygma_prove_seconds", &instance_labels(p.instance));
         }
-        self.render_admission_estimates(o, &gauges);
-        self.render_access(o);
-        out
     }
 
     fn render_admission_estimates(&self, o: &mut String, gauges: &[(QueueKind, QueueGauges)]) {
@@ -606,6 +614,24 @@ impl Metrics {
             }
         }
     }
+}
+
+/// Whether the service is ready (keys loaded) and whether it is draining.
+fn render_lifecycle(o: &mut String, ready: bool, draining: bool) {
+    header(
+        o,
+        "enygma_ready",
+        "gauge",
+        "1 once the keys of every hosted statement instance are loaded, else 0.",
+    );
+    let _ = writeln!(o, "enygma_ready {}", ready as u8);
+    header(
+        o,
+        "enygma_draining",
+        "gauge",
+        "1 after SIGTERM/SIGINT, while in-flight and queued requests finish.",
+    );
+    let _ = writeln!(o, "enygma_draining {}", draining as u8);
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {

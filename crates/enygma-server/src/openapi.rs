@@ -25,8 +25,9 @@
 //!   way: the same bytes as the committed file.
 //! - **Statuses** are those the code answers on each route, stage by stage (see
 //!   [`crate::app::router`]): 401 from [`crate::auth`] (only with tokens, hence the optional
-//!   security requirement `{}`), 400 k / 404 not hosted / 503 loading / 413 / 408 from
-//!   `intake`, 503 early shed and 400 / 422 from `prepare`, 503 / 504 from admission, 500 from
+//!   security requirement `{}`), 400 k / 404 not hosted / 503 loading from the path and
+//!   readiness, 413 / 408 from reading the body, 503 early shed, 400 / 422 from parsing and the
+//!   checks, 503 / 504 from admission, 500 from
 //!   the prover, and 431 from the transport (a request head over `--max-header-bytes`, no body).
 //!   Not described: 404 `404 page not found` (text) for a path that is no route, and 405 with
 //!   `Allow` for a method a route does not take.

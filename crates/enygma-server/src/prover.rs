@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use enygma_prover::{
-    keys, statements::Instance, MissingKeys, Prepared, ProofResponse, ProveError, Prover,
-};
+use enygma_prover::{keys, statements::Instance, MissingKeys, Prepared, ProofResponse, Prover};
 
 use crate::backend::{BackendError, ProofBackend, ProofOutput};
 
@@ -42,25 +40,15 @@ pub fn missing_proving_keys(keys_dir: &Path, hosted: &[Instance]) -> Vec<PathBuf
         .collect()
 }
 
-/// The prover's error Display strings name fields and checks, never values: safe to return.
-fn map_err(e: ProveError) -> BackendError {
-    let message = e.to_string();
-    match e {
-        ProveError::BadRequest(_) => BackendError::BadRequest(message),
-        ProveError::CheckFailed(_) => BackendError::CheckFailed(message),
-        ProveError::Internal(_) => BackendError::Internal(message),
-    }
-}
-
 impl ProofBackend for RealBackend {
     type Prepared = Prepared;
 
     fn prepare(&self, instance: Instance, body: &[u8]) -> Result<Prepared, BackendError> {
-        self.0.prepare(instance, body).map_err(map_err)
+        Ok(self.0.prepare(instance, body)?)
     }
 
     fn prove(&self, prepared: &Prepared) -> Result<ProofOutput, BackendError> {
-        let (response, timings) = self.0.prove(prepared).map_err(map_err)?;
+        let (response, timings) = self.0.prove(prepared)?;
         let json = serde_json::to_vec(&response)
             .map_err(|_| BackendError::Internal("cannot serialise the proof".into()))?;
         Ok(ProofOutput {
@@ -81,7 +69,7 @@ impl ProofBackend for RealBackend {
                 instance.prove_path(),
             ))
         })?;
-        self.0.verify(instance, &response).map_err(map_err)
+        Ok(self.0.verify(instance, &response)?)
     }
 }
 
@@ -103,9 +91,8 @@ mod tests {
 
     fn prepare(k: usize, body: &[u8]) -> Result<(), BackendError> {
         let instance = enygma_prover::statements::instance("transfer", Some(k)).unwrap();
-        enygma_prover::prepare(instance, body)
-            .map(|_| ())
-            .map_err(map_err)
+        enygma_prover::prepare(instance, body)?;
+        Ok(())
     }
 
     fn with(body: &[u8], field: &str, value: &str) -> Vec<u8> {

@@ -8,18 +8,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::auth::Auth;
 use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
 use crate::config::AdmissionConfig;
+use crate::test_support::RunningServer;
 use crate::transport::Transport;
-use crate::{serve, AppState, Exit};
+use crate::{AppState, Exit};
 
 #[path = "../tests/common/http.rs"]
 mod http;
-use http::{get, metric, post, server_timing};
+use enygma_formats::prometheus::value as metric;
+use enygma_formats::server_timing::parse_metrics as server_timing;
+use http::{get, post};
 
 /// Transport and access control over real sockets: TLS, mTLS, HTTP/2, tokens, slow clients,
 /// connection cap, the default queue under the reference's stress test.
@@ -147,11 +149,11 @@ fn body_with(tag: &str, ms: u64, extra: serde_json::Value) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------
 // Harness
 
+/// The service with the fake prover, running in the test's runtime.
 struct TestServer {
     addr: SocketAddr,
     log: Arc<FakeLog>,
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<Exit>,
+    server: RunningServer,
 }
 
 fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -> AdmissionConfig {
@@ -223,8 +225,6 @@ async fn start_hosting(
             .unwrap()
             .with_auth(auth),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let log = Arc::new(FakeLog::default());
     let fake = Fake(log.clone());
     let load = move || {
@@ -235,22 +235,11 @@ async fn start_hosting(
             Ok(fake)
         }
     };
-    let (tx, rx) = oneshot::channel();
-    let task = tokio::spawn(serve(
-        listener,
-        state,
-        load,
-        async move {
-            let _ = rx.await;
-        },
-        drain_timeout,
-        transport,
-    ));
+    let server = RunningServer::start(state, load, drain_timeout, transport).await;
     let server = TestServer {
-        addr,
+        addr: server.addr,
         log,
-        stop: Some(tx),
-        task,
+        server,
     };
     if !fail_load && load_delay.is_zero() && !tls {
         server.wait_ready().await;
@@ -288,6 +277,15 @@ impl TestServer {
         get(self.addr, "/metrics").await.unwrap().body
     }
 
+    /// Polls `/metrics` until `series` has `value` (a slot taken, a request queued, ...).
+    async fn wait_metric(&self, series: &str, value: f64) {
+        let deadline = Instant::now() + T;
+        while metric(&self.metrics().await, series) != Some(value) {
+            assert!(Instant::now() < deadline, "{series} never reached {value}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     fn proved_tags(&self) -> Vec<String> {
         self.log
             .proofs
@@ -298,12 +296,10 @@ impl TestServer {
             .collect()
     }
 
-    async fn stop(mut self) -> Exit {
-        let _ = self.stop.take().unwrap().send(());
-        tokio::time::timeout(T, self.task)
+    async fn stop(self) -> Exit {
+        tokio::time::timeout(T, self.server.stop())
             .await
             .expect("server did not stop")
-            .unwrap()
     }
 }
 
@@ -391,7 +387,7 @@ async fn a_failed_key_load_stops_the_service() {
         true,
     )
     .await;
-    let exit = tokio::time::timeout(T, s.task)
+    let exit = tokio::time::timeout(T, s.server.task)
         .await
         .expect("did not stop")
         .unwrap();
@@ -534,7 +530,7 @@ async fn proof_responses_carry_timing_and_request_id() {
     let parts = server_timing(r.header("server-timing").expect("Server-Timing"));
     let names: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
     assert_eq!(names, ["queue", "witness", "prove", "total"]);
-    let get_ms = |n: &str| parts.iter().find(|p| p.0 == n).unwrap().1;
+    let get_ms = |n: &str| parts.iter().find(|p| p.0 == n).unwrap().1.unwrap();
     assert!(get_ms("prove") >= 30.0, "{parts:?}");
     // (the fake reports a nominal 1 ms witness time that it does not spend)
     assert!(get_ms("total") >= get_ms("prove"), "{parts:?}");
@@ -647,7 +643,8 @@ async fn queue_timeout_answers_504_and_never_proves() {
     assert!(late.error().contains("timed out"));
     let st = server_timing(late.header("server-timing").unwrap());
     assert!(
-        st.iter().any(|(n, d)| n == "queue" && *d >= 200.0),
+        st.iter()
+            .any(|(n, d)| n == "queue" && d.is_some_and(|d| d >= 200.0)),
         "{st:?}"
     );
     assert_eq!(first.await.unwrap().status, 200);
@@ -680,21 +677,11 @@ async fn a_queued_request_whose_client_left_is_never_proved() {
     .await
     .unwrap();
     // Wait until it is queued, then hang up.
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "request never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     drop(stream);
-    let deadline = Instant::now() + T;
-    while metric(
-        &s.metrics().await,
-        "enygma_abandoned_total{queue=\"prove\"}",
-    ) != Some(1.0)
-    {
-        assert!(Instant::now() < deadline, "abandonment not detected");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_abandoned_total{queue=\"prove\"}", 1.0)
+        .await;
     assert_eq!(first.await.unwrap().status, 200);
     // Give a (wrongly) surviving request every chance to be proved.
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -721,11 +708,7 @@ async fn healthcheck_stays_fast_while_proofs_saturate_the_cpu() {
     let addr = s.addr;
     let load = tokio::spawn(async move { burst(addr, "/generateProofTransfer-2", bodies).await });
     // Wait until every slot is busy.
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(cpus as f64) {
-        assert!(Instant::now() < deadline, "slots never filled");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", cpus as f64).await;
     let mut worst = Duration::ZERO;
     for _ in 0..10 {
         let t0 = Instant::now();
@@ -756,11 +739,8 @@ async fn shutdown_drains_in_flight_and_queued_proofs() {
         )
         .await
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "second request never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     let log = s.log.clone();
     let t0 = Instant::now();
     let exit = s.stop().await;
@@ -790,11 +770,7 @@ async fn drain_timeout_gives_up() {
     let _slow = tokio::spawn(async move {
         post(addr, "/generateProofTransfer-2", &body("slow", 3_000), T).await
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let t0 = Instant::now();
     assert_eq!(s.stop().await, Exit::DrainTimeout);
     assert!(t0.elapsed() < Duration::from_secs(2));
@@ -835,11 +811,7 @@ async fn verify_has_its_own_limit_and_skips_the_proving_queue() {
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     assert_eq!(s.prove(&body("shed", 0)).await.status, 503);
     let t0 = Instant::now();
     let good = post(addr, "/verifyProofTransfer-2", br#"{"tag":"good"}"#, T)
@@ -992,21 +964,14 @@ async fn all_statements_share_one_proving_cap_and_queue() {
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline, "slot never taken");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let queued = tokio::spawn(async move {
         post(addr, "/generateProofWithdraw-2", &body("w-queued", 0), T)
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "withdraw never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     // The slot and the queue are full: a deposit (and another transfer) is shed at once.
     let prepared_before = s.log.prepared.load(Ordering::SeqCst);
     let t0 = Instant::now();
@@ -1216,21 +1181,14 @@ async fn dvp_routes_reach_the_backend_under_the_shared_admission() {
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline, "slot never taken");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let queued = tokio::spawn(async move {
         post(a, "/ownership-721", &body("o-queued", 0), T)
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_queue_depth{queue=\"prove\"}") != Some(1.0) {
-        assert!(Instant::now() < deadline, "ownership never queued");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_queue_depth{queue=\"prove\"}", 1.0)
+        .await;
     let shed = post(a, "/join-split-1155", &body("j-shed", 0), T)
         .await
         .unwrap();

@@ -16,7 +16,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::http::{self, get, metric, post, server_timing, Resp};
+use common::http::{self, get, post, Resp};
+use enygma_formats::prometheus::value as metric;
+use enygma_formats::server_timing::{parse_metrics as server_timing, ServerTiming};
 
 /// Bound on key loading (and, the first time, key creation) at startup.
 const READY_TIMEOUT: Duration = Duration::from_secs(900);
@@ -258,6 +260,11 @@ fn assert_no_secret_in(what: &str, text: &str, secrets: &[&str]) {
     for s in secrets {
         assert!(!text.contains(s), "a secret key value appears in {what}");
     }
+}
+
+/// The response's `Server-Timing` phases.
+fn timing(r: &Resp) -> ServerTiming {
+    enygma_formats::server_timing::parse(r.header("server-timing"))
 }
 
 fn assert_no_secret(r: &Resp, secrets: &[&str]) {
@@ -530,21 +537,12 @@ async fn burst_of_eight_with_one_slot_and_two_queue_places() {
     // The Server-Timing intervals agree: each admitted proof waited for the previous ones.
     let mut waits: Vec<f64> = ok
         .iter()
-        .map(|(r, _)| {
-            server_timing(r.header("server-timing").unwrap())
-                .iter()
-                .find(|p| p.0 == "queue")
-                .unwrap()
-                .1
-        })
+        .map(|(r, _)| timing(r).queue_ms.expect("queue time"))
         .collect();
     waits.sort_by(f64::total_cmp);
     let prove_ms = |r: &Resp| {
-        let st = server_timing(r.header("server-timing").unwrap());
-        st.iter()
-            .filter(|p| p.0 == "witness" || p.0 == "prove")
-            .map(|p| p.1)
-            .sum::<f64>()
+        let t = timing(r);
+        t.witness_ms.expect("witness time") + t.prove_ms.expect("prove time")
     };
     let shortest_proof = ok
         .iter()

@@ -204,25 +204,27 @@ pub fn get(url: &str, path: &str) -> Option<(u16, String)> {
         .map(|(s, b)| (s, String::from_utf8_lossy(&b).into_owned()))
 }
 
-/// Polls `/readyz` until 200; panics with the server log if it exits or overruns.
-pub fn wait_ready(url: &str, server: &mut Proc, limit: Duration) {
+/// Polls `/readyz` until 200; panics (with the server process's log, if it is one) if the
+/// process exits or the limit passes.
+pub fn wait_ready(url: &str, mut server: Option<&mut Proc>, limit: Duration) {
     let deadline = Instant::now() + limit;
     loop {
-        if let Some(s) = server.exited() {
-            panic!(
-                "{} exited ({s}) before it was ready:\n{}",
-                server.name,
-                server.log_tail()
-            );
+        if let Some(p) = server.as_deref_mut() {
+            if let Some(s) = p.exited() {
+                panic!(
+                    "{} exited ({s}) before it was ready:\n{}",
+                    p.name,
+                    p.log_tail()
+                );
+            }
         }
         if let Some((200, _)) = get(url, "/readyz") {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "{} not ready within {limit:?}:\n{}",
-            server.name,
-            server.log_tail()
+            "{url} not ready within {limit:?}:\n{}",
+            server.as_deref().map(Proc::log_tail).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -262,10 +264,9 @@ pub struct Row {
 }
 
 pub fn read_requests(dir: &Path) -> Vec<Row> {
-    let text = std::fs::read_to_string(dir.join("requests.csv")).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mut csv = csv::Reader::from_path(dir.join("requests.csv")).unwrap();
+    let header = csv.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
     let (l, w, lat, st, q, p, t) = (
         col("label"),
         col("warmup"),
@@ -275,24 +276,18 @@ pub fn read_requests(dir: &Path) -> Vec<Row> {
         col("prove_ms"),
         col("total_ms"),
     );
-    let num = |s: &str| {
-        if s.is_empty() {
-            None
-        } else {
-            Some(s.parse::<f64>().unwrap())
-        }
-    };
-    lines
-        .map(|line| {
-            let c: Vec<&str> = line.split(',').collect();
+    let num = |s: &str| (!s.is_empty()).then(|| s.parse::<f64>().unwrap());
+    csv.records()
+        .map(|record| {
+            let c = record.unwrap();
             Row {
                 label: c[l].into(),
-                warmup: c[w] == "true",
+                warmup: &c[w] == "true",
                 latency_ms: c[lat].parse().unwrap(),
                 status: c[st].into(),
-                queue_ms: num(c[q]),
-                prove_ms: num(c[p]),
-                total_ms: num(c[t]),
+                queue_ms: num(&c[q]),
+                prove_ms: num(&c[p]),
+                total_ms: num(&c[t]),
             }
         })
         .collect()

@@ -456,11 +456,7 @@ async fn slow_and_idle_clients_are_cut_off_and_take_no_queue_place() {
             .await
             .unwrap()
     });
-    let deadline = Instant::now() + T;
-    while metric(&s.metrics().await, "enygma_proofs_in_flight") != Some(1.0) {
-        assert!(Instant::now() < deadline, "slot never taken");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let prepared = s.log.prepared.load(Ordering::SeqCst);
     let t0 = Instant::now();
 

@@ -164,24 +164,3 @@ fn dechunk(mut raw: &[u8]) -> io::Result<Vec<u8>> {
         raw = &raw[size + 2..];
     }
 }
-
-/// The value of the first sample of a Prometheus text page matching `series` exactly
-/// (name and labels as rendered, e.g. `enygma_shed_total{queue="prove"}`).
-pub fn metric(text: &str, series: &str) -> Option<f64> {
-    text.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
-        l.rsplit_once(' ')
-            .filter(|(name, _)| *name == series)
-            .and_then(|(_, v)| v.parse().ok())
-    })
-}
-
-/// `Server-Timing` parts as (name, ms).
-pub fn server_timing(value: &str) -> Vec<(String, f64)> {
-    value
-        .split(',')
-        .filter_map(|part| {
-            let (name, dur) = part.trim().split_once(";dur=")?;
-            Some((name.to_owned(), dur.parse().ok()?))
-        })
-        .collect()
-}

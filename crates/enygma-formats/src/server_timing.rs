@@ -1,10 +1,14 @@
-//! Parsing the `Server-Timing` response header (W3C Server Timing):
+//! The `Server-Timing` response header (W3C Server Timing) of a proving response:
 //! `queue;dur=12.3, witness;dur=40.1, prove;dur=610.4, total;dur=663.0` (milliseconds).
+//! The server writes it with [`ServerTiming::header_value`]; the load generator and the tests
+//! read it with [`parse`] (or [`parse_metrics`], which keeps every metric in order).
+
+use std::time::Duration;
 
 use serde::Serialize;
 
-/// The phases the Enygma server reports, in milliseconds; any may be missing (e.g. the
-/// reference service sends no header at all).
+/// Where a proving request's time went, in milliseconds; any phase may be missing (a request
+/// refused before it queued has no `witness`; the reference service sends no header at all).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ServerTiming {
     pub queue_ms: Option<f64>,
@@ -13,7 +17,45 @@ pub struct ServerTiming {
     pub total_ms: Option<f64>,
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 impl ServerTiming {
+    /// The phases the server measured.
+    pub fn from_durations(
+        queue: Option<Duration>,
+        witness: Option<Duration>,
+        prove: Option<Duration>,
+        total: Duration,
+    ) -> Self {
+        ServerTiming {
+            queue_ms: queue.map(ms),
+            witness_ms: witness.map(ms),
+            prove_ms: prove.map(ms),
+            total_ms: Some(ms(total)),
+        }
+    }
+
+    /// The phases in the order the server writes them.
+    fn phases(&self) -> [(&'static str, Option<f64>); 4] {
+        [
+            ("queue", self.queue_ms),
+            ("witness", self.witness_ms),
+            ("prove", self.prove_ms),
+            ("total", self.total_ms),
+        ]
+    }
+
+    /// The header value: the known phases, in order, to 0.1 ms.
+    pub fn header_value(&self) -> String {
+        self.phases()
+            .iter()
+            .filter_map(|(name, dur)| dur.map(|d| format!("{name};dur={d:.1}")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Time the server accounts for: `total` if sent, else the sum of the parts it sent.
     pub fn internal_ms(&self) -> Option<f64> {
         if self.total_ms.is_some() {
@@ -110,6 +152,23 @@ mod tests {
         assert_eq!(t.prove_ms, Some(610.4));
         assert_eq!(t.total_ms, Some(663.0));
         assert_eq!(t.internal_ms(), Some(663.0));
+    }
+
+    #[test]
+    fn writes_what_it_reads() {
+        let t = ServerTiming::from_durations(
+            Some(Duration::from_micros(12_340)),
+            None,
+            Some(Duration::from_millis(610)),
+            Duration::from_micros(663_049),
+        );
+        let value = t.header_value();
+        assert_eq!(value, "queue;dur=12.3, prove;dur=610.0, total;dur=663.0");
+        let back = parse([value.as_str()]);
+        assert_eq!(
+            (back.queue_ms, back.witness_ms, back.prove_ms, back.total_ms),
+            (Some(12.3), None, Some(610.0), Some(663.0))
+        );
     }
 
     #[test]

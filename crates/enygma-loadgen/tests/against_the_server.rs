@@ -1,43 +1,46 @@
-//! The load generator end to end against its own mock server (sleeps instead of proving):
-//! fast, needs no keys, and exercises every code path the real acceptance tests use.
+//! The load generator end to end against the real enygma-server running a prover that sleeps
+//! instead of proving (`enygma_server::test_support`): fast, needs no keys, and exercises the
+//! server's real admission, status codes, metric names and probes.
+//!
+//! Most tests run the server in this process. The tests of `--spawn-server` and the A/B runner
+//! need a server command: this test binary is it (`<this binary> sleeping-server --prove-time
+//! 20ms <enygma-server flags>`), which is why it has its own small harness (`harness = false`).
 
 mod common;
 
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use common::*;
+use enygma_server::test_support::{self, BackgroundServer, SleepingBackend};
 
-fn mock(dir: &std::path::Path, port: u16, extra: &[&str]) -> Proc {
-    let mut cmd = Command::new(loadgen_bin());
-    cmd.args([
-        "mock-server",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--prove-time",
-        "40ms",
-    ])
-    .args(extra);
-    let mut p = Proc::spawn("mock-server", &mut cmd, &dir.join("mock.log"));
-    wait_ready(
-        &format!("http://127.0.0.1:{port}"),
-        &mut p,
-        Duration::from_secs(30),
-    );
-    p
+/// The first argument that makes this binary the sleeping server instead of the tests.
+const SLEEPING_SERVER: &str = "sleeping-server";
+
+/// The real server in this process, configured by `flags`, proving in `prove_time`.
+fn sleeping_server(prove_time: Duration, flags: &[&str]) -> BackgroundServer {
+    let server = BackgroundServer::start(flags, SleepingBackend::proving_for(prove_time))
+        .unwrap_or_else(|e| panic!("sleeping server {flags:?}: {e}"));
+    wait_ready(&server.url(), None, Duration::from_secs(30));
+    server
+}
+
+/// The command that starts this binary as the sleeping server (flags are appended to it).
+fn sleeping_server_cmd(prove_time: &str) -> String {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    format!(
+        "{} {SLEEPING_SERVER} --prove-time {prove_time}",
+        exe.display()
+    )
 }
 
 /// Counts equal the server's own, levels and warm-ups add up, internal ≤ external.
-#[test]
-fn closed_loop_counts_match_mock_metrics() {
+fn closed_loop_counts_match_server_metrics() {
     let _g = serial();
-    let dir = scratch("mock-closed");
+    let dir = scratch("closed");
     let pool = request_pool(&dir, 3);
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let server = mock(&dir, port, &["--max-inflight", "2"]);
+    let server = sleeping_server(Duration::from_millis(40), &["--max-inflight", "2"]);
+    let url = server.url();
     let before = served(&url);
     let out = dir.join("out");
     let o = run_bounded(
@@ -59,7 +62,7 @@ fn closed_loop_counts_match_mock_metrics() {
             .arg(&pool)
             .arg("--out")
             .arg(&out)
-            .args(["--server-pid", &server.pid().to_string()]),
+            .args(["--server-pid", &std::process::id().to_string()]),
         Duration::from_secs(60),
     );
     assert_success(&o, "loadgen run");
@@ -111,19 +114,21 @@ fn closed_loop_counts_match_mock_metrics() {
     );
 }
 
-/// Shed requests per closed-loop level of 4 against a mock that proves one at a time and
+/// Shed requests per closed-loop level of 4 against a server that proves one at a time and
 /// queues none, with and without waiting the 503's `Retry-After`.
 fn shed_at_level_4(ignore_retry_after: bool) -> (u64, u64) {
     let _g = serial();
     let dir = scratch(if ignore_retry_after {
-        "mock-retry-storm"
+        "retry-storm"
     } else {
-        "mock-retry-after"
+        "retry-after"
     });
     let pool = request_pool(&dir, 3);
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let server = mock(&dir, port, &["--max-inflight", "1", "--queue-depth", "0"]);
+    let server = sleeping_server(
+        Duration::from_millis(40),
+        &["--max-inflight", "1", "--queue-depth", "0"],
+    );
+    let url = server.url();
     let out = dir.join("out");
     let mut cmd = Command::new(loadgen_bin());
     cmd.args([
@@ -142,7 +147,7 @@ fn shed_at_level_4(ignore_retry_after: bool) -> (u64, u64) {
     .arg(&pool)
     .arg("--out")
     .arg(&out)
-    .args(["--server-pid", &server.pid().to_string()]);
+    .args(["--server-pid", &std::process::id().to_string()]);
     if ignore_retry_after {
         cmd.arg("--ignore-retry-after");
     }
@@ -159,9 +164,8 @@ fn shed_at_level_4(ignore_retry_after: bool) -> (u64, u64) {
     )
 }
 
-/// A shed worker waits the `Retry-After` (1 s from the mock), so over 2 s each of the 4 workers
-/// is shed at most twice (8 in all). Without waiting they spin.
-#[test]
+/// A shed worker waits the `Retry-After` (at least 1 s), so over 2 s each of the 4 workers is
+/// shed at most twice (8 in all). Without waiting they spin.
 fn closed_loop_waits_retry_after_when_shed() {
     let (completed, shed) = shed_at_level_4(false);
     assert!(completed > 0);
@@ -172,17 +176,16 @@ fn closed_loop_waits_retry_after_when_shed() {
 }
 
 /// Open loop: latency from the schedule, spawn-server path, server stopped afterwards.
-#[test]
 fn open_loop_with_spawned_server() {
     let _g = serial();
-    let dir = scratch("mock-open");
+    let dir = scratch("open");
     let pool = request_pool(&dir, 2);
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let out = dir.join("out");
     let spawn = format!(
-        "{} mock-server --bind 127.0.0.1 --port {port} --prove-time 20ms",
-        loadgen_bin()
+        "{} --bind 127.0.0.1 --port {port}",
+        sleeping_server_cmd("20ms")
     );
     let o = run_bounded(
         Command::new(loadgen_bin())
@@ -232,14 +235,13 @@ fn open_loop_with_spawned_server() {
 }
 
 /// The A/B runner end to end: variants, side-by-side table, sweep and the best setting.
-#[test]
-fn ab_with_mock() {
+fn ab_against_the_sleeping_server() {
     let _g = serial();
-    let dir = scratch("mock-ab");
+    let dir = scratch("ab");
     let pool = request_pool(&dir, 2);
     let out = dir.join("ab");
     let port = free_port();
-    let server_cmd = format!("{} mock-server --prove-time 20ms", loadgen_bin());
+    let server_cmd = sleeping_server_cmd("20ms");
     let o = run_bounded(
         Command::new(loadgen_bin())
             .args([
@@ -291,7 +293,6 @@ fn ab_with_mock() {
     assert!(out.join("ab.svg").is_file() && out.join("command.txt").is_file());
 }
 
-#[test]
 fn plan_prints_both_examples() {
     let o = run_bounded(
         Command::new(loadgen_bin()).args(["plan", "--throughput", "1.6"]),
@@ -331,15 +332,13 @@ fn plan_prints_both_examples() {
 }
 
 /// `--mix`: one run offers a weighted mix of statement instances (here a transfer and the
-/// three DvP statements), each from its own generated pool; the mock counts every route's
+/// three DvP statements), each from its own generated pool; the server counts every route's
 /// answers, the served cross-check sums them, and the notes give per-instance counts.
-#[test]
 fn a_weighted_mix_of_statements_in_one_run() {
     let _g = serial();
-    let dir = scratch("mock-mix");
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let server = mock(&dir, port, &["--max-inflight", "2"]);
+    let dir = scratch("mix");
+    let server = sleeping_server(Duration::from_millis(40), &["--max-inflight", "2"]);
+    let url = server.url();
     let out = dir.join("out");
     let o = run_bounded(
         Command::new(loadgen_bin())
@@ -361,7 +360,7 @@ fn a_weighted_mix_of_statements_in_one_run() {
             ])
             .arg("--out")
             .arg(&out)
-            .args(["--server-pid", &server.pid().to_string()]),
+            .args(["--server-pid", &std::process::id().to_string()]),
         Duration::from_secs(120),
     );
     assert_success(&o, "loadgen run --mix");
@@ -378,7 +377,7 @@ fn a_weighted_mix_of_statements_in_one_run() {
     assert_eq!(r["settings"]["request_pool_size"], 12);
     assert_eq!(r["settings"]["request_pool_distinct"], 12);
 
-    // The mock's own per-route counts follow the weights 4:2:1:1 (within one round-robin cycle).
+    // The server's own per-route counts follow the weights 4:2:1:1 (within one round-robin cycle).
     let (_, metrics) = get(&url, "/metrics").unwrap();
     let samples = enygma_loadgen::metrics::parse(&metrics);
     let count = |route: &str, k: &str| {
@@ -415,5 +414,136 @@ fn a_weighted_mix_of_statements_in_one_run() {
         "ownership-721",
     ] {
         assert!(note.contains(&format!("{stem} ok ")), "{note}");
+    }
+}
+
+/// A request that waits past the server's `--queue-timeout` is answered 504 (a shed one 503),
+/// and the report counts it under its status.
+fn queue_timeouts_are_reported_as_504() {
+    let _g = serial();
+    let dir = scratch("queue-timeout");
+    let pool = request_pool(&dir, 2);
+    // An estimate under the timeout, so that a second request queues (rather than being shed)
+    // and times out behind a 300 ms proof.
+    let server = sleeping_server(
+        Duration::from_millis(300),
+        &[
+            "--max-inflight",
+            "1",
+            "--queue-timeout",
+            "50ms",
+            "--expected-service-time",
+            "10ms",
+        ],
+    );
+    let out = dir.join("out");
+    let o = run_bounded(
+        Command::new(loadgen_bin())
+            .args(["run", "--url", &server.url(), "--levels", "2"])
+            .args(["--duration", "1s", "--warmup", "0s", "--quiet"])
+            .arg("--requests")
+            .arg(&pool)
+            .arg("--out")
+            .arg(&out),
+        Duration::from_secs(60),
+    );
+    assert_success(&o, "loadgen run");
+    let level = &read_report(&out)["levels"][0];
+    assert!(level["completed"].as_u64().unwrap() > 0, "{level}");
+    assert!(level["errors"]["504"].as_u64().unwrap_or(0) > 0, "{level}");
+}
+
+/// The tests of this binary, run one at a time.
+const TESTS: &[(&str, fn())] = &[
+    (
+        "closed_loop_counts_match_server_metrics",
+        closed_loop_counts_match_server_metrics,
+    ),
+    (
+        "closed_loop_waits_retry_after_when_shed",
+        closed_loop_waits_retry_after_when_shed,
+    ),
+    (
+        "open_loop_with_spawned_server",
+        open_loop_with_spawned_server,
+    ),
+    (
+        "ab_against_the_sleeping_server",
+        ab_against_the_sleeping_server,
+    ),
+    ("plan_prints_both_examples", plan_prints_both_examples),
+    (
+        "a_weighted_mix_of_statements_in_one_run",
+        a_weighted_mix_of_statements_in_one_run,
+    ),
+    (
+        "queue_timeouts_are_reported_as_504",
+        queue_timeouts_are_reported_as_504,
+    ),
+];
+
+/// `sleeping-server --prove-time D FLAGS...`: the sleeping server as a process, until SIGTERM.
+fn sleeping_server_process(args: &[String]) -> ExitCode {
+    let (prove_time, flags) = match args {
+        [flag, time, flags @ ..] if flag == "--prove-time" => (time, flags),
+        _ => {
+            eprintln!("usage: {SLEEPING_SERVER} --prove-time DURATION [enygma-server flags]");
+            return ExitCode::from(2);
+        }
+    };
+    let prove = match enygma_formats::duration::parse_duration(prove_time) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("--prove-time: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    match test_support::run_process(&flags, SleepingBackend::proving_for(prove)) {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(e) => {
+            eprintln!("sleeping server: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Either the sleeping server, or the tests: those whose names contain one of the free
+/// arguments (all without one), like libtest's filters; `--list` lists them.
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(SLEEPING_SERVER) {
+        return sleeping_server_process(&args[1..]);
+    }
+    let filters: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let selected = TESTS
+        .iter()
+        .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f)));
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in selected {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let mut failed = Vec::new();
+    for (name, test) in selected {
+        println!("test {name} ...");
+        match std::panic::catch_unwind(test) {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed.push(*name);
+            }
+        }
+    }
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        println!("failed: {}", failed.join(", "));
+        ExitCode::FAILURE
     }
 }
