@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# The project's whole test suite, from a fresh clone: builds what the tests start, creates the
-# development keys if they are missing, runs the Rust tests, then checks our proofs with
-# independent verifiers (snarkjs, and the exported Solidity verifier in an EVM), then the
-# deployment: Kubernetes manifests, alert rules, and a multi-replica acceptance test.
+# The project's whole test suite, from a fresh clone: lints (rustfmt, clippy), builds what the
+# tests start, creates the development keys if they are missing, runs the Rust tests, then checks
+# our proofs with independent verifiers (snarkjs, and the exported Solidity verifier in an EVM),
+# then the deployment: Kubernetes manifests, alert rules, and a multi-replica acceptance test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
 command -v npm >/dev/null || { echo "node and npm are required for verifier-tests/" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is required for scripts/schemathesis.sh" >&2; exit 1; }
+
+# Lints first (issue 18): formatting, and clippy on every target with warnings as errors.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
 
 # The integration tests spawn these binaries (debug profile; arkworks is optimised even there).
 cargo build --workspace --bins
