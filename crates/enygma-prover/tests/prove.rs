@@ -368,7 +368,9 @@ fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
     );
     // There is no k = 7 instance: the registry refuses it with the reference's message.
     assert_eq!(
-        statements::instance("transfer", Some(7)).unwrap_err(),
+        statements::instance("transfer", Some(7))
+            .unwrap_err()
+            .to_string(),
         "k value not supported: must be between 2 and 6"
     );
 }
@@ -496,5 +498,8 @@ fn precomputed_tables_give_the_same_proof_for_the_same_randomness() {
 
     let t3 = instance(Kind::Transfer, 3);
     let err = tabled.precompute(&[t3]).unwrap_err().to_string();
-    assert!(err.contains("transfer-k3") && err.contains("not loaded"), "{err}");
+    assert!(
+        err.contains("transfer-k3") && err.contains("not loaded"),
+        "{err}"
+    );
 }
