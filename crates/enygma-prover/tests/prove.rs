@@ -231,8 +231,7 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
         over.tx_values[1] = enygma_circuit::payment::sender_tx_value(kind, &big);
         let over_body = request::to_request_json(&over).to_string();
         let e = prepare(instance(kind, 3), over_body.as_bytes())
-            .err()
-            .expect("v ≥ 2^252 must be refused");
+            .expect_err("v ≥ 2^252 must be refused");
         assert!(
             e.to_string().starts_with("check 9") || e.to_string().starts_with("check 11"),
             "{kind}: {e}"
@@ -451,8 +450,7 @@ fn a_prover_for_some_instances_proves_those_only() {
         .to_string();
     let err = prover
         .prove(&prepare(d2, deposit.as_bytes()).unwrap())
-        .err()
-        .expect("deposit keys are not loaded");
+        .expect_err("deposit keys are not loaded");
     assert_eq!(
         err.to_string(),
         "internal error: the keys of deposit-k2 are not loaded"

@@ -599,6 +599,10 @@ pub fn match_path(path: &str) -> Option<RouteMatch<'_>> {
     })
 }
 
+/// Test support for statement modules: a change to a request body (one bad-request case).
+#[cfg(test)]
+pub(crate) type Mutation = Box<dyn Fn(&mut Value)>;
+
 /// Test support for statement modules: `body` prepares (parse, check) as `instance`, and the
 /// circuit's assignment starts with exactly the public inputs the statement reports, in order.
 #[cfg(test)]

@@ -409,7 +409,7 @@ mod tests {
     #[test]
     fn bad_requests_name_the_field() {
         let r = "21888242871839275222246405745257275088548364400416034343698204186575808495617";
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        let cases: Vec<(crate::statements::Mutation, &str)> = vec![
             (
                 Box::new(|b| b["valuesIn"][1] = "-5".into()),
                 "valuesIn[1]: not a decimal number",

@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn bad_requests_name_the_field() {
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        let cases: Vec<(crate::statements::Mutation, &str)> = vec![
             (
                 Box::new(|b| b["uid"] = "-1".into()),
                 "uid: not a decimal number",

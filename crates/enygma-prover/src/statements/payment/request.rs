@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        let cases: Vec<(crate::statements::Mutation, &str)> = vec![
             (
                 Box::new(|v| v["tx_values"][2] = "12a".into()),
                 "tx_values[2]: not a decimal number",
