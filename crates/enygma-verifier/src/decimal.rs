@@ -168,4 +168,61 @@ mod tests {
         let e = fr(&format!("{R}0")).unwrap_err().to_string();
         assert!(!e.contains(R), "{e}");
     }
+
+    mod properties {
+        use super::*;
+        use num_bigint::BigUint;
+        use proptest::prelude::*;
+
+        /// What the parser must do, from arbitrary-precision integers: accept exactly the
+        /// canonical decimals below the modulus, with their value.
+        fn expected(s: &str, modulus: &BigUint) -> Option<BigUint> {
+            let canonical = !s.is_empty()
+                && s.bytes().all(|b| b.is_ascii_digit())
+                && (s.len() == 1 || !s.starts_with('0'));
+            let n: BigUint = s.parse().ok().filter(|_| canonical)?;
+            (n < *modulus).then_some(n)
+        }
+
+        fn check<F: PrimeField<BigInt = BigInt<4>>>(s: &str) -> Result<(), TestCaseError> {
+            let modulus = BigUint::from(F::MODULUS);
+            let got = parse_decimal::<F>(s)
+                .ok()
+                .map(|x| BigUint::from(x.into_bigint()));
+            prop_assert_eq!(got.clone(), expected(s, &modulus), "{:?}", s);
+            if let Some(n) = got {
+                prop_assert_eq!(to_decimal(&F::from(n)), s);
+            }
+            Ok(())
+        }
+
+        /// Decimals near a modulus: its digits with the last few replaced.
+        fn near(modulus: &'static str) -> impl Strategy<Value = String> {
+            ("[0-9]{1,3}", 0usize..3).prop_map(move |(tail, cut)| {
+                let head = &modulus[..modulus.len() - tail.len() - cut];
+                format!("{head}{tail}")
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn digit_strings_with_leading_zeros(s in "0{0,3}[0-9]{0,80}") {
+                check::<Fr>(&s)?;
+                check::<Fq>(&s)?;
+            }
+
+            #[test]
+            fn values_around_the_moduli(r in near(R), p in near(P)) {
+                check::<Fr>(&r)?;
+                check::<Fq>(&r)?;
+                check::<Fr>(&p)?;
+                check::<Fq>(&p)?;
+            }
+
+            #[test]
+            fn arbitrary_text(s in "[0-9+\\- _.xa-f\u{660}-\u{669}]{0,12}") {
+                check::<Fr>(&s)?;
+            }
+        }
+    }
 }
