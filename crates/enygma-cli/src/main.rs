@@ -164,10 +164,9 @@ enum Command {
 fn instance_of(circuit: &str, k: Option<usize>, size_from: Option<usize>) -> Result<Instance> {
     if let Some(statement) = statements::by_name(circuit) {
         let k = k.or(size_from.filter(|_| statement.descriptor().sizes.is_some()));
-        return Instance::new(statement, k).map_err(anyhow::Error::msg);
+        return Ok(Instance::new(statement, k)?);
     }
-    let instance = statements::by_stem(circuit)
-        .ok_or_else(|| anyhow::anyhow!(statements::unknown(circuit)))?;
+    let instance = statements::by_stem(circuit).ok_or_else(|| statements::unknown(circuit))?;
     if k.is_some_and(|k| instance.k() != Some(k)) {
         bail!("--k contradicts --circuit {circuit}");
     }
@@ -200,70 +199,21 @@ fn run(cli: Cli) -> Result<()> {
             keys_dir,
             keep_existing,
             exports_only,
-        } => {
-            if exports_only {
-                for instance in statements::instances() {
-                    export::write_committed_exports(&keys_dir, instance)?;
-                    eprintln!("{instance}: snarkjs key and Solidity verifier written");
-                }
-                return Ok(());
-            }
-            eprintln!("making DEVELOPMENT keys from the fixed public seed: not for production");
-            if keep_existing {
-                Prover::load_or_create(&keys_dir).context("loading keys")?;
-                eprintln!(
-                    "keys of every statement instance are present in {} and match the circuits",
-                    keys_dir.display()
-                );
-                return Ok(());
-            }
-            for instance in statements::instances() {
-                let pk = keys::generate(instance)?;
-                keys::save(&keys_dir, instance, &pk)?;
-                export::write_committed_exports(&keys_dir, instance)?;
-                eprintln!(
-                    "{instance}: keys, snarkjs key and Solidity verifier written to {}",
-                    keys_dir.display()
-                );
-            }
-        }
+        } => setup(&keys_dir, keep_existing, exports_only),
         Command::Prove {
             input,
-            circuit: CircuitArgs { circuit, k },
+            circuit,
             keys_dir,
             precompute,
-        } => {
-            let body = read_input(&input)?;
-            let instance = instance_of(&circuit, k, request_size(&circuit, &body))?;
-            // Refuse bad requests before loading any key.
-            let prepared = enygma_prover::prepare(instance, &body)?;
-            let mut prover = load_prover(&keys_dir, &[instance])?;
-            if precompute {
-                prover.precompute(&[instance])?;
-            }
-            let (response, timings) = prover.prove(&prepared)?;
-            eprintln!(
-                "{instance}: witness {:?}, prove {:?}",
-                timings.witness, timings.prove
-            );
-            println!("{}", serde_json::to_string_pretty(&response)?);
-        }
+        } => prove(&input, &circuit, &keys_dir, precompute),
         Command::Verify {
             input,
             circuit,
             k,
             keys_dir,
-        } => {
-            let instance = instance_of(&circuit, k, None)?;
-            let response: ProofResponse =
-                serde_json::from_slice(&read_input(&input)?).context("not a proof response")?;
-            if !load_prover(&keys_dir, &[instance])?.verify(instance, &response)? {
-                bail!("the proof does not verify ({instance})");
-            }
-            eprintln!("valid ({instance})");
-        }
+        } => verify(&input, &CircuitArgs { circuit, k }, &keys_dir),
         Command::GenRequest {
-            circuit: CircuitArgs { circuit, k },
+            circuit,
             seed,
             sender_index,
             amount,
@@ -271,49 +221,15 @@ fn run(cli: Cli) -> Result<()> {
             count,
             out,
         } => {
-            let instance = instance_of(&circuit, k, None)?;
-            let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-            if let Some(dir) = &out {
-                fs::create_dir_all(dir)?;
-            }
-            for index in 0..count {
-                let spec = RequestSpec {
-                    index,
-                    sender: sender_index,
-                    amount,
-                    balance,
-                };
-                let body = instance
-                    .generate(&spec, &mut rng)
-                    .map_err(anyhow::Error::msg)
-                    .with_context(|| format!("cannot generate a {instance} request"))?;
-                let json = serde_json::to_string_pretty(&body)?;
-                match &out {
-                    Some(dir) => fs::write(dir.join(format!("{instance}-{index}.json")), json)?,
-                    None => println!("{json}"),
-                }
-            }
+            let spec = RequestSpec {
+                index: 0,
+                sender: sender_index,
+                amount,
+                balance,
+            };
+            gen_request(&circuit, seed, &spec, count, out.as_deref())
         }
-        Command::Info { json } => {
-            let shapes = statements::instances()
-                .map(CircuitShape::build)
-                .collect::<Result<Vec<_>, _>>()?;
-            if json {
-                let info: Vec<_> = shapes.iter().map(|s| &s.info).collect();
-                println!("{}", serde_json::to_string_pretty(&info)?);
-            } else {
-                for CircuitShape { instance, info, .. } in &shapes {
-                    println!(
-                        "{instance}: {} constraints, {} witness variables, {} public inputs, \
-                         precomputed MSM tables {:.1} MiB",
-                        info.constraints,
-                        info.witness_variables,
-                        info.public_inputs,
-                        info.precomputed_table_bytes as f64 / (1 << 20) as f64
-                    );
-                }
-            }
-        }
+        Command::Info { json } => info(json),
         Command::ExportVk {
             circuit: CircuitArgs { circuit, k },
             format,
@@ -323,15 +239,13 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let instance = instance_of(&circuit, k, None)?;
             let bytes = export::export_vk(&keys_dir, instance, format, contract.as_deref())?;
-            export::write_output(out.as_deref(), &bytes)?;
+            export::write_output(out.as_deref(), &bytes)
         }
         Command::ExportProof {
             input,
             format: export::ProofFormatArg::Snarkjs,
             out_dir,
-        } => {
-            export::export_proof(&read_input(&input)?, out_dir.as_deref())?;
-        }
+        } => export::export_proof(&read_input(&input)?, out_dir.as_deref()),
         Command::VerifierFixtures {
             dir,
             sample,
@@ -341,39 +255,167 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             keys_dir,
         } => {
-            let chosen = match circuits.as_deref().map(str::trim) {
-                None => statements::instances().collect(),
-                Some("none") | Some("") => Vec::new(),
-                Some(list) => statements::resolve_list(list).map_err(anyhow::Error::msg)?,
-            };
-            let generated = chosen
-                .into_iter()
-                .filter(|i| match (&ks, i.k()) {
-                    (Some(ks), Some(k)) => ks.contains(&k),
-                    _ => true,
-                })
-                .collect();
-            let samples = sample
-                .into_iter()
-                .map(|path| {
-                    let body =
-                        fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-                    let instance =
-                        instance_of(&sample_circuit, None, request_size(&sample_circuit, &body))
-                            .with_context(|| path.display().to_string())?;
-                    Ok((path, instance, body))
-                })
-                .collect::<Result<Vec<_>>>()?;
             let opts = export::FixtureOptions {
                 keys_dir,
-                samples,
-                generated,
+                samples: read_samples(sample, &sample_circuit)?,
+                generated: fixture_instances(circuits.as_deref(), ks.as_deref())?,
                 seed,
             };
-            export::write_verifier_fixtures(&dir, &opts)?;
+            export::write_verifier_fixtures(&dir, &opts).map(drop)
+        }
+    }
+}
+
+/// `enygma setup`: development keys of every instance and their exports, or only the exports,
+/// or only the missing keys.
+fn setup(keys_dir: &Path, keep_existing: bool, exports_only: bool) -> Result<()> {
+    if exports_only {
+        for instance in statements::instances() {
+            export::write_committed_exports(keys_dir, instance)?;
+            eprintln!("{instance}: snarkjs key and Solidity verifier written");
+        }
+        return Ok(());
+    }
+    eprintln!("making DEVELOPMENT keys from the fixed public seed: not for production");
+    if keep_existing {
+        Prover::load_or_create(keys_dir).context("loading keys")?;
+        eprintln!(
+            "keys of every statement instance are present in {} and match the circuits",
+            keys_dir.display()
+        );
+        return Ok(());
+    }
+    for instance in statements::instances() {
+        let pk = keys::generate(instance)?;
+        keys::save(keys_dir, instance, &pk)?;
+        export::write_committed_exports(keys_dir, instance)?;
+        eprintln!(
+            "{instance}: keys, snarkjs key and Solidity verifier written to {}",
+            keys_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// `enygma prove`: the request is checked before any key is loaded.
+fn prove(input: &str, circuit: &CircuitArgs, keys_dir: &Path, precompute: bool) -> Result<()> {
+    let body = read_input(input)?;
+    let instance = instance_of(
+        &circuit.circuit,
+        circuit.k,
+        request_size(&circuit.circuit, &body),
+    )?;
+    let prepared = enygma_prover::prepare(instance, &body)?;
+    let mut prover = load_prover(keys_dir, &[instance])?;
+    if precompute {
+        prover.precompute(&[instance])?;
+    }
+    let (response, timings) = prover.prove(&prepared)?;
+    eprintln!(
+        "{instance}: witness {:?}, prove {:?}",
+        timings.witness, timings.prove
+    );
+    println!("{}", serde_json::to_string_pretty(&response)?);
+    Ok(())
+}
+
+/// `enygma verify`: an error unless the proof verifies.
+fn verify(input: &str, circuit: &CircuitArgs, keys_dir: &Path) -> Result<()> {
+    let instance = instance_of(&circuit.circuit, circuit.k, None)?;
+    let response: ProofResponse =
+        serde_json::from_slice(&read_input(input)?).context("not a proof response")?;
+    if !load_prover(keys_dir, &[instance])?.verify(instance, &response)? {
+        bail!("the proof does not verify ({instance})");
+    }
+    eprintln!("valid ({instance})");
+    Ok(())
+}
+
+/// `enygma gen-request`: `count` requests from one seeded generator, the spec's index counting
+/// them, printed or written as `{stem}-{i}.json`.
+fn gen_request(
+    circuit: &CircuitArgs,
+    seed: u64,
+    spec: &RequestSpec,
+    count: usize,
+    out: Option<&Path>,
+) -> Result<()> {
+    let instance = instance_of(&circuit.circuit, circuit.k, None)?;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    if let Some(dir) = out {
+        fs::create_dir_all(dir)?;
+    }
+    for index in 0..count {
+        let spec = RequestSpec {
+            index,
+            ..spec.clone()
+        };
+        let body = instance
+            .generate(&spec, &mut rng)
+            .with_context(|| format!("cannot generate a {instance} request"))?;
+        let json = serde_json::to_string_pretty(&body)?;
+        match out {
+            Some(dir) => fs::write(dir.join(format!("{instance}-{index}.json")), json)?,
+            None => println!("{json}"),
         }
     }
     Ok(())
+}
+
+/// `enygma info`: the circuit sizes of every instance, as text or JSON.
+fn info(json: bool) -> Result<()> {
+    let shapes = statements::instances()
+        .map(CircuitShape::build)
+        .collect::<Result<Vec<_>, _>>()?;
+    if json {
+        let info: Vec<_> = shapes.iter().map(|s| &s.info).collect();
+        println!("{}", serde_json::to_string_pretty(&info)?);
+        return Ok(());
+    }
+    for CircuitShape { instance, info, .. } in &shapes {
+        println!(
+            "{instance}: {} constraints, {} witness variables, {} public inputs, \
+             precomputed MSM tables {:.1} MiB",
+            info.constraints,
+            info.witness_variables,
+            info.public_inputs,
+            info.precomputed_table_bytes as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}
+
+/// The instances `verifier-fixtures` generates a request for: `--circuits` (every instance by
+/// default, none for `none`), then only the sizes in `--ks`.
+fn fixture_instances(circuits: Option<&str>, ks: Option<&[usize]>) -> Result<Vec<Instance>> {
+    let chosen = match circuits.map(str::trim) {
+        None => statements::instances().collect(),
+        Some("none") | Some("") => Vec::new(),
+        Some(list) => statements::resolve_list(list)?,
+    };
+    Ok(chosen
+        .into_iter()
+        .filter(|i| match (ks, i.k()) {
+            (Some(ks), Some(k)) => ks.contains(&k),
+            _ => true,
+        })
+        .collect())
+}
+
+/// The `--sample` requests of `verifier-fixtures`, each with its instance (k from the request).
+fn read_samples(
+    paths: Vec<PathBuf>,
+    sample_circuit: &str,
+) -> Result<Vec<(PathBuf, Instance, Vec<u8>)>> {
+    paths
+        .into_iter()
+        .map(|path| {
+            let body = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+            let instance = instance_of(sample_circuit, None, request_size(sample_circuit, &body))
+                .with_context(|| path.display().to_string())?;
+            Ok((path, instance, body))
+        })
+        .collect()
 }
 
 fn main() -> ExitCode {

@@ -121,7 +121,7 @@ fn export_vk_formats_and_errors() {
     ]))
     .unwrap();
     let bytes = std::fs::read(dir.join("transfer-k3.vk")).unwrap();
-    assert_eq!(hex, enygma_verifier::arkworks::to_hex(&bytes));
+    assert_eq!(hex, hex::encode(&bytes));
     assert_eq!(
         enygma_ok(&[
             "export-vk",

@@ -355,7 +355,10 @@ mod tests {
                 5 * windows * std::mem::size_of::<Affine<P>>()
             );
             if c == precomputed_window_bits(5) {
-                assert_eq!(table.memory_bytes(), PrecomputedBases::<P>::memory_bytes_for(5));
+                assert_eq!(
+                    table.memory_bytes(),
+                    PrecomputedBases::<P>::memory_bytes_for(5)
+                );
             }
             for (i, base) in bases.iter().enumerate() {
                 for j in 0..windows {

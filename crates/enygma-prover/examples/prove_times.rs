@@ -71,7 +71,10 @@ fn main() {
     let instances: Vec<_> = statements::instances()
         .filter(|i| i.key_stem().contains(&filter))
         .collect();
-    assert!(!instances.is_empty(), "no instance's key stem contains {filter:?}");
+    assert!(
+        !instances.is_empty(),
+        "no instance's key stem contains {filter:?}"
+    );
     let mut prover = Prover::load(&keys, &instances, MissingKeys::Create).expect("keys");
     if with_tables {
         prover.precompute(&instances).expect("tables");

@@ -698,7 +698,10 @@ mod tests {
             )
         };
         let tables = PrecomputedQueries::new(&pk);
-        assert_eq!(tables.memory_bytes(), PrecomputedQueries::memory_bytes_for(&pk));
+        assert_eq!(
+            tables.memory_bytes(),
+            PrecomputedQueries::memory_bytes_for(&pk)
+        );
         assert!(prove(&tables).is_ok());
         let wrong = PrecomputedQueries::new(&other);
         assert!(matches!(prove(&wrong), Err(SynthesisError::Unsatisfiable)));

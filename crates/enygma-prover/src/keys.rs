@@ -102,10 +102,12 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
 /// prover uses ([`crate::qap`]).
 pub fn generate(instance: Instance) -> Result<ProvingKey<Bn254>, KeyError> {
     let mut rng = ChaCha20Rng::from_seed(development_seed(instance));
-    let (pk, _) = Groth16::circuit_specific_setup(instance.circuit_for_setup(), &mut rng)
-        .map_err(|e| KeyError::Setup {
-            stem: instance.key_stem(),
-            reason: e.to_string(),
+    let (pk, _) =
+        Groth16::circuit_specific_setup(instance.circuit_for_setup(), &mut rng).map_err(|e| {
+            KeyError::Setup {
+                stem: instance.key_stem(),
+                reason: e.to_string(),
+            }
         })?;
     Ok(pk)
 }

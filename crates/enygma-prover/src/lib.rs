@@ -20,7 +20,6 @@ pub mod statements;
 pub mod wipe;
 
 use std::{
-    fmt,
     path::Path,
     time::{Duration, Instant},
 };
@@ -46,27 +45,19 @@ pub fn log_filter() -> String {
 
 /// Why a request was not proved. The messages are safe to return to a client: they name a
 /// field or a rule, never a value.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ProveError {
     /// HTTP 400: the body is not a well-formed request.
-    BadRequest(RequestError),
-    /// HTTP 422: a well-formed request whose statement is false; the message names the rule.
-    CheckFailed(String),
+    #[error(transparent)]
+    BadRequest(#[from] RequestError),
+    /// HTTP 422: a well-formed request whose statement is false: the statement's
+    /// [`statements::Statement::CheckFailure`], whose message names the rule.
+    #[error("{0}")]
+    CheckFailed(Box<dyn std::error::Error + Send + Sync>),
     /// HTTP 500.
+    #[error("internal error: {0}")]
     Internal(String),
 }
-
-impl fmt::Display for ProveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::BadRequest(e) => e.fmt(f),
-            Self::CheckFailed(rule) => f.write_str(rule),
-            Self::Internal(e) => write!(f, "internal error: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ProveError {}
 
 /// Sizes of one instance's circuit, as `enygma info` reports them.
 #[derive(Clone, Debug, serde::Serialize)]

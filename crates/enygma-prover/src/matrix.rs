@@ -221,7 +221,11 @@ mod tests {
             }
             // The point of it: several times smaller (6 against 40 bytes a term, 4 against
             // 24 a row), with a few thousand distinct coefficients at most.
-            assert!(compact.num_coefficients() < 5_000, "{}", compact.num_coefficients());
+            assert!(
+                compact.num_coefficients() < 5_000,
+                "{}",
+                compact.num_coefficients()
+            );
             assert!(matches!(compact.coefficient_ids, CoefficientIds::Narrow(_)));
             assert!(
                 compact.memory_bytes() * 5 < matrix_memory_bytes(matrix),

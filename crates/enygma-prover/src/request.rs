@@ -4,6 +4,9 @@
 //! ([`parse_field_element`]) or private ([`parse_secret`], [`parse_secret_array`]), and the
 //! JSON Schema fragments that describe them ([`schema`]).
 //!
+//! The decimal format itself (and [`to_decimal`]) is owned by [`enygma_verifier::decimal`], which
+//! also reads proof responses: one parser, one wording, for requests and proofs.
+//!
 //! Secret hygiene (see the server README's "Secrets in memory"): a private value is parsed
 //! straight from its JSON string into a [`Secret`] (zeroized on drop), with no heap
 //! intermediate: the decimal digits are accumulated into fixed 256-bit limbs on the stack. Arrays
@@ -14,28 +17,21 @@
 
 pub mod schema;
 
-use std::{fmt, ops::Deref};
+use std::ops::Deref;
 
-use ark_ff::{BigInt, PrimeField};
 use enygma_circuit::{Fr, Secret};
+use enygma_verifier::decimal::parse_decimal;
 use serde_json::{Map, Value};
 use zeroize::Zeroize;
 
 /// A request that cannot be parsed: HTTP 400. `field` is a JSON path such as
 /// `previous_commits[2][1]`, or `body` when the body is not a JSON object.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
 pub struct RequestError {
     pub field: String,
     pub reason: String,
 }
-
-impl fmt::Display for RequestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for RequestError {}
 
 pub fn error(field: impl Into<String>, reason: impl Into<String>) -> RequestError {
     RequestError {
@@ -131,13 +127,7 @@ pub fn parse_field_element(field: &str, value: &Value) -> Result<Fr, RequestErro
     let s = value
         .as_str()
         .ok_or_else(|| error(field, "expected a decimal string"))?;
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(error(field, "not a decimal number"));
-    }
-    if s.len() > 1 && s.starts_with('0') {
-        return Err(error(field, "leading zeros are not allowed"));
-    }
-    decimal_below_r(s).ok_or_else(|| error(field, "not below the field modulus r"))
+    parse_decimal(s).map_err(|e| error(field, e.to_string()))
 }
 
 /// A private field element: [`parse_field_element`] into a [`Secret`].
@@ -160,31 +150,8 @@ pub fn parse_secret_array(
     Ok(out)
 }
 
-/// The digits of `s` (ASCII digits only) as a field element if the number is below r: the digits
-/// are accumulated into four 64-bit limbs on the stack (no heap copy of a possibly secret
-/// number), which are zeroized before returning.
-fn decimal_below_r(s: &str) -> Option<Fr> {
-    let mut limbs = BigInt::<4>::zero();
-    let mut fits = true;
-    for digit in s.bytes().map(|b| u128::from(b - b'0')) {
-        let mut carry = digit;
-        for limb in limbs.0.iter_mut() {
-            let v = u128::from(*limb) * 10 + carry;
-            *limb = v as u64;
-            carry = v >> 64;
-        }
-        if carry != 0 {
-            fits = false;
-            break;
-        }
-    }
-    // `from_bigint` refuses a value ≥ r.
-    let x = if fits { Fr::from_bigint(limbs) } else { None };
-    limbs.zeroize();
-    x
-}
-
-/// Decimal string of a field element's canonical integer.
+/// [`enygma_verifier::decimal::to_decimal`] for a scalar (monomorphic, so that a `&Secret<Fr>`
+/// derefs into it).
 pub fn to_decimal(x: &Fr) -> String {
-    x.into_bigint().to_string()
+    enygma_verifier::decimal::to_decimal(x)
 }

@@ -231,8 +231,7 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
         over.tx_values[1] = enygma_circuit::payment::sender_tx_value(kind, &big);
         let over_body = request::to_request_json(&over).to_string();
         let e = prepare(instance(kind, 3), over_body.as_bytes())
-            .err()
-            .expect("v ≥ 2^252 must be refused");
+            .expect_err("v ≥ 2^252 must be refused");
         assert!(
             e.to_string().starts_with("check 9") || e.to_string().starts_with("check 11"),
             "{kind}: {e}"
@@ -368,7 +367,9 @@ fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
     );
     // There is no k = 7 instance: the registry refuses it with the reference's message.
     assert_eq!(
-        statements::instance("transfer", Some(7)).unwrap_err(),
+        statements::instance("transfer", Some(7))
+            .unwrap_err()
+            .to_string(),
         "k value not supported: must be between 2 and 6"
     );
 }
@@ -449,8 +450,7 @@ fn a_prover_for_some_instances_proves_those_only() {
         .to_string();
     let err = prover
         .prove(&prepare(d2, deposit.as_bytes()).unwrap())
-        .err()
-        .expect("deposit keys are not loaded");
+        .expect_err("deposit keys are not loaded");
     assert_eq!(
         err.to_string(),
         "internal error: the keys of deposit-k2 are not loaded"
@@ -496,5 +496,8 @@ fn precomputed_tables_give_the_same_proof_for_the_same_randomness() {
 
     let t3 = instance(Kind::Transfer, 3);
     let err = tabled.precompute(&[t3]).unwrap_err().to_string();
-    assert!(err.contains("transfer-k3") && err.contains("not loaded"), "{err}");
+    assert!(
+        err.contains("transfer-k3") && err.contains("not loaded"),
+        "{err}"
+    );
 }

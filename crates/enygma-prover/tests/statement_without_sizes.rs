@@ -8,7 +8,9 @@ use enygma_circuit::{Fr, Secret};
 use enygma_prover::{
     keys, prepare,
     request::{parse_secret, schema, to_decimal, RequestError},
-    statements::{AnyStatement, Circuit, Descriptor, Entry, Instance, RequestSpec, Statement},
+    statements::{
+        AnyStatement, Circuit, Descriptor, Entry, GenerateError, Instance, RequestSpec, Statement,
+    },
     MissingKeys, ProveError, Prover,
 };
 use rand::RngCore;
@@ -81,9 +83,11 @@ impl Statement for Factors {
         })
     }
 
-    fn check(&self, inputs: &FactorsInputs) -> Result<(), String> {
+    type CheckFailure = ZeroFactor;
+
+    fn check(&self, inputs: &FactorsInputs) -> Result<(), ZeroFactor> {
         if *inputs.a == Fr::from(0u64) || *inputs.b == Fr::from(0u64) {
-            return Err("rule 1 (non-zero factors) failed".into());
+            return Err(ZeroFactor);
         }
         Ok(())
     }
@@ -105,11 +109,16 @@ impl Statement for Factors {
         _k: Option<usize>,
         spec: &RequestSpec,
         rng: &mut dyn RngCore,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, GenerateError> {
         let a = 2 + rng.next_u32() as u64;
         Ok(serde_json::json!({ "A": a.to_string(), "b": (spec.amount.max(1)).to_string() }))
     }
 }
+
+/// The statement's one rule.
+#[derive(Debug, thiserror::Error)]
+#[error("rule 1 (non-zero factors) failed")]
+struct ZeroFactor;
 
 static FACTORS: Entry<Factors> = Entry {
     descriptor: Descriptor {
@@ -126,7 +135,7 @@ static FACTORS: Entry<Factors> = Entry {
 fn a_statement_without_sizes_gets_names_keys_and_proofs() {
     let statement: &'static dyn AnyStatement = &FACTORS;
     assert_eq!(
-        Instance::new(statement, Some(3)).unwrap_err(),
+        Instance::new(statement, Some(3)).unwrap_err().to_string(),
         "factors-2 has no size k"
     );
     let instance = Instance::new(statement, None).unwrap();

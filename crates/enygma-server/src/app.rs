@@ -496,12 +496,12 @@ impl<B: ProofBackend> AppState<B> {
         let k = match (sizes, k) {
             (Some(sizes), Some(Path(raw))) => Some(
                 statements::parse_k(sizes, &raw)
-                    .map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?,
+                    .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?,
             ),
             _ => None,
         };
         let instance = Instance::new(statement, k)
-            .map_err(|msg| ApiError::new(StatusCode::BAD_REQUEST, msg))?;
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
         ctx.update(|i| i.k = instance.k());
         if !self.hosts(instance) {
             return Err(ApiError::new(

@@ -17,7 +17,7 @@ pub fn vk_to_bytes(vk: &VerifyingKey<Bn254>) -> Vec<u8> {
 
 /// Lowercase hex of [`vk_to_bytes`].
 pub fn vk_to_hex(vk: &VerifyingKey<Bn254>) -> String {
-    to_hex(&vk_to_bytes(vk))
+    hex::encode(vk_to_bytes(vk))
 }
 
 /// Reads compressed bytes, validating every point; trailing bytes are an error.
@@ -34,9 +34,13 @@ pub fn vk_from_bytes(bytes: &[u8]) -> Result<VerifyingKey<Bn254>, Error> {
     Ok(vk)
 }
 
-/// Reads the hex form (surrounding whitespace, e.g. a final newline, is ignored).
-pub fn vk_from_hex(hex: &str) -> Result<VerifyingKey<Bn254>, Error> {
-    vk_from_bytes(&from_hex(hex.trim())?)
+/// Reads the hex form: either case, an optional `0x` prefix, surrounding whitespace (e.g. a
+/// final newline) ignored.
+pub fn vk_from_hex(text: &str) -> Result<VerifyingKey<Bn254>, Error> {
+    let text = text.trim();
+    let bytes = hex::decode(text.strip_prefix("0x").unwrap_or(text))
+        .map_err(|e| Error::Serialization(format!("hex: {e}")))?;
+    vk_from_bytes(&bytes)
 }
 
 /// Compressed `CanonicalSerialize` bytes of a proof (128 bytes).
@@ -60,38 +64,4 @@ pub fn proof_from_bytes(bytes: &[u8]) -> Result<Proof<Bn254>, Error> {
         )));
     }
     Ok(proof)
-}
-
-/// Lowercase hex, no prefix.
-pub fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 0xf) as usize] as char);
-    }
-    s
-}
-
-/// Parses hex (either case, optional `0x` prefix, even length).
-pub fn from_hex(s: &str) -> Result<Vec<u8>, Error> {
-    let s = s.strip_prefix("0x").unwrap_or(s);
-    if s.len() & 1 != 0 {
-        return Err(Error::Serialization("hex string has odd length".into()));
-    }
-    let nibble = |c: u8| -> Result<u8, Error> {
-        match c {
-            b'0'..=b'9' => Ok(c - b'0'),
-            b'a'..=b'f' => Ok(c - b'a' + 10),
-            b'A'..=b'F' => Ok(c - b'A' + 10),
-            _ => Err(Error::Serialization(format!(
-                "invalid hex character {:?}",
-                c as char
-            ))),
-        }
-    };
-    s.as_bytes()
-        .chunks(2)
-        .map(|pair| Ok(nibble(pair[0])? << 4 | nibble(pair[1])?))
-        .collect()
 }

@@ -13,13 +13,16 @@
 //! - [`verify_proof`] / [`verify_response`]: native verification with the input count checked.
 //! - [`fixtures`]: writes the fixture directories that `verifier-tests/` (snarkjs, solc, EVM) reads.
 //!
-//! The crate depends on arkworks, serde and serde_json only.
+//! - [`decimal`]: canonical decimal field elements, the one parser and renderer of the
+//!   workspace (the prover's request parser uses it too).
+//!
+//! The crate depends on arkworks, serde, serde_json, hex, thiserror and zeroize only.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod arkworks;
-mod decimal;
+pub mod decimal;
 mod error;
 pub mod fixtures;
 mod points;

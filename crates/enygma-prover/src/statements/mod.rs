@@ -89,9 +89,12 @@ pub trait Statement: Send + Sync + 'static {
     /// Strict parse of a request body: HTTP 400, the message names the field, never a value.
     fn parse(&self, k: Option<usize>, body: &[u8]) -> Result<Self::Inputs, RequestError>;
 
+    /// Why [`Statement::check`] refused a request: its `Display` is the 422 message.
+    type CheckFailure: std::error::Error + Send + Sync + 'static;
+
     /// The statement's rules, evaluated natively before any proving work: HTTP 422, the
     /// message names the rule (and where it helps a public field), never a secret value.
-    fn check(&self, inputs: &Self::Inputs) -> Result<(), String>;
+    fn check(&self, inputs: &Self::Inputs) -> Result<(), Self::CheckFailure>;
 
     /// The circuit without values, for key generation and the constraint matrices.
     fn circuit_for_setup(&self, k: Option<usize>) -> Circuit;
@@ -109,7 +112,7 @@ pub trait Statement: Send + Sync + 'static {
         k: Option<usize>,
         spec: &RequestSpec,
         rng: &mut dyn RngCore,
-    ) -> Result<Value, String>;
+    ) -> Result<Value, GenerateError>;
 
     /// The size k a request body is for, if the body tells (the transfer's `anonymity_set`
     /// length), so that `enygma prove` can do without `--k`.
@@ -139,6 +142,41 @@ impl Default for RequestSpec {
             balance: 1000,
         }
     }
+}
+
+/// Why [`Statement::generate`] cannot honour a [`RequestSpec`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GenerateError {
+    #[error("the sender index must be below k = {k}")]
+    SenderOutOfRange { k: usize },
+    #[error("the amount must not exceed the balance (but for a withdraw)")]
+    AmountAboveBalance,
+    /// `statement` is how a sentence names it: "a join-split".
+    #[error("{statement} has no sender index (payment statements only)")]
+    NoSenderIndex { statement: &'static str },
+}
+
+/// Why a statement name, a size k or a circuit list names no instance. The messages for a k
+/// in a request path are the reference's 400 answers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InstanceError {
+    /// A route's k that Go's `strconv.Atoi` refuses.
+    #[error("{}", NON_NUMERIC_K)]
+    NonNumericK,
+    #[error("{}", unsupported_k_message(.sizes))]
+    UnsupportedK { sizes: RangeInclusive<usize> },
+    #[error("{statement} needs a size k ({} to {})", .sizes.start(), .sizes.end())]
+    SizeRequired {
+        statement: &'static str,
+        sizes: RangeInclusive<usize>,
+    },
+    #[error("{statement} has no size k")]
+    NoSizes { statement: &'static str },
+    /// Neither a statement name nor a key stem; the message lists both.
+    #[error("unknown circuit {item:?}: expected a statement ({}) or a key stem ({})", statement_names().join(", "), key_stems().join(", "))]
+    Unknown { item: String },
+    #[error("empty item in the circuit list {list:?}")]
+    EmptyListItem { list: String },
 }
 
 /// A circuit of any statement, for the generic Groth16 code (setup, matrices, witness).
@@ -202,7 +240,7 @@ pub trait AnyStatement: Send + Sync + 'static {
         k: Option<usize>,
         spec: &RequestSpec,
         rng: &mut dyn RngCore,
-    ) -> Result<Value, String>;
+    ) -> Result<Value, GenerateError>;
     fn size_of_request(&self, body: &Value) -> Option<usize>;
 }
 
@@ -220,13 +258,10 @@ impl<S: Statement> AnyStatement for Entry<S> {
     }
 
     fn parse_and_check(&self, k: Option<usize>, body: &[u8]) -> Result<Inputs, ProveError> {
-        let inputs = self
-            .statement
-            .parse(k, body)
-            .map_err(ProveError::BadRequest)?;
+        let inputs = self.statement.parse(k, body)?;
         self.statement
             .check(&inputs)
-            .map_err(ProveError::CheckFailed)?;
+            .map_err(|failure| ProveError::CheckFailed(Box::new(failure)))?;
         Ok(Box::new(inputs))
     }
 
@@ -249,7 +284,7 @@ impl<S: Statement> AnyStatement for Entry<S> {
         k: Option<usize>,
         spec: &RequestSpec,
         rng: &mut dyn RngCore,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, GenerateError> {
         self.statement.generate(k, spec, rng)
     }
 
@@ -316,22 +351,25 @@ pub struct Instance {
 impl Instance {
     /// The instance of `statement` for `k`: `k` must be one of its sizes, or `None` for a
     /// statement without sizes. The error is the message a client or user should see.
-    pub fn new(statement: &'static dyn AnyStatement, k: Option<usize>) -> Result<Self, String> {
+    pub fn new(
+        statement: &'static dyn AnyStatement,
+        k: Option<usize>,
+    ) -> Result<Self, InstanceError> {
         let d = statement.descriptor();
         match (&d.sizes, k) {
             (Some(sizes), Some(k)) if sizes.contains(&k) => Ok(Instance {
                 statement,
                 k: Some(k),
             }),
-            (Some(sizes), Some(_)) => Err(unsupported_k_message(sizes)),
-            (Some(sizes), None) => Err(format!(
-                "{} needs a size k ({} to {})",
-                d.name,
-                sizes.start(),
-                sizes.end()
-            )),
+            (Some(sizes), Some(_)) => Err(InstanceError::UnsupportedK {
+                sizes: sizes.clone(),
+            }),
+            (Some(sizes), None) => Err(InstanceError::SizeRequired {
+                statement: d.name,
+                sizes: sizes.clone(),
+            }),
             (None, None) => Ok(Instance { statement, k: None }),
-            (None, Some(_)) => Err(format!("{} has no size k", d.name)),
+            (None, Some(_)) => Err(InstanceError::NoSizes { statement: d.name }),
         }
     }
 
@@ -418,7 +456,11 @@ impl Instance {
     }
 
     /// A valid request body of this instance.
-    pub fn generate(&self, spec: &RequestSpec, rng: &mut dyn RngCore) -> Result<Value, String> {
+    pub fn generate(
+        &self,
+        spec: &RequestSpec,
+        rng: &mut dyn RngCore,
+    ) -> Result<Value, GenerateError> {
         self.statement.generate(self.k, spec, rng)
     }
 }
@@ -444,7 +486,7 @@ impl fmt::Debug for Instance {
 }
 
 /// The instance of statement `name` for `k` (`None` for a statement without sizes).
-pub fn instance(name: &str, k: Option<usize>) -> Result<Instance, String> {
+pub fn instance(name: &str, k: Option<usize>) -> Result<Instance, InstanceError> {
     let statement = by_name(name).ok_or_else(|| unknown(name))?;
     Instance::new(statement, k)
 }
@@ -456,7 +498,7 @@ pub fn by_stem(stem: &str) -> Option<Instance> {
 
 /// An item of a circuit list: a statement name (every instance of it) or a key stem (that
 /// one). The error names the item and lists the valid ones.
-pub fn resolve(item: &str) -> Result<Vec<Instance>, String> {
+pub fn resolve(item: &str) -> Result<Vec<Instance>, InstanceError> {
     if let Some(statement) = by_name(item) {
         return Ok(instances_of(statement));
     }
@@ -465,36 +507,41 @@ pub fn resolve(item: &str) -> Result<Vec<Instance>, String> {
 
 /// A comma-separated circuit list (`transfer-k6,deposit`), in registry order without
 /// duplicates. Empty items are an error.
-pub fn resolve_list(list: &str) -> Result<Vec<Instance>, String> {
+pub fn resolve_list(list: &str) -> Result<Vec<Instance>, InstanceError> {
     let mut chosen = Vec::new();
     for item in list.split(',').map(str::trim) {
         if item.is_empty() {
-            return Err(format!("empty item in the circuit list {list:?}"));
+            return Err(InstanceError::EmptyListItem { list: list.into() });
         }
         chosen.extend(resolve(item)?);
     }
     Ok(instances().filter(|i| chosen.contains(i)).collect())
 }
 
-/// The error for a circuit item that is neither a statement name nor a key stem: it lists both.
-pub fn unknown(item: &str) -> String {
-    let names: Vec<&str> = all().map(|s| s.descriptor().name).collect();
-    let stems: Vec<String> = instances().map(|i| i.key_stem()).collect();
-    format!(
-        "unknown circuit {item:?}: expected a statement ({}) or a key stem ({})",
-        names.join(", "),
-        stems.join(", ")
-    )
+/// The error for a circuit item that is neither a statement name nor a key stem.
+pub fn unknown(item: &str) -> InstanceError {
+    InstanceError::Unknown { item: item.into() }
+}
+
+fn statement_names() -> Vec<&'static str> {
+    all().map(|s| s.descriptor().name).collect()
+}
+
+/// Every instance's key stem, in registry order.
+pub fn key_stems() -> Vec<String> {
+    instances().map(|i| i.key_stem()).collect()
 }
 
 /// Parses the `{k}` of a sized statement's route as the reference does (Go's `strconv.Atoi`,
 /// then a range check); the error is the reference's 400 message.
-pub fn parse_k(sizes: &RangeInclusive<usize>, raw: &str) -> Result<usize, String> {
-    let k: i64 = raw.parse().map_err(|_| NON_NUMERIC_K.to_string())?;
+pub fn parse_k(sizes: &RangeInclusive<usize>, raw: &str) -> Result<usize, InstanceError> {
+    let k: i64 = raw.parse().map_err(|_| InstanceError::NonNumericK)?;
     usize::try_from(k)
         .ok()
         .filter(|k| sizes.contains(k))
-        .ok_or_else(|| unsupported_k_message(sizes))
+        .ok_or_else(|| InstanceError::UnsupportedK {
+            sizes: sizes.clone(),
+        })
 }
 
 /// Whether a route proves or verifies.
@@ -517,7 +564,7 @@ pub struct RouteMatch<'a> {
 
 impl RouteMatch<'_> {
     /// The instance the path names; the error is the reference's 400 message for a bad k.
-    pub fn instance(&self) -> Result<Instance, String> {
+    pub fn instance(&self) -> Result<Instance, InstanceError> {
         match (&self.statement.descriptor().sizes, self.raw_k) {
             (Some(sizes), Some(raw)) => Instance::new(self.statement, Some(parse_k(sizes, raw)?)),
             _ => Instance::new(self.statement, None),
@@ -552,6 +599,10 @@ pub fn match_path(path: &str) -> Option<RouteMatch<'_>> {
     })
 }
 
+/// Test support for statement modules: a change to a request body (one bad-request case).
+#[cfg(test)]
+pub(crate) type Mutation = Box<dyn Fn(&mut Value)>;
+
 /// Test support for statement modules: `body` prepares (parse, check) as `instance`, and the
 /// circuit's assignment starts with exactly the public inputs the statement reports, in order.
 #[cfg(test)]
@@ -564,7 +615,11 @@ pub(crate) fn assert_request_proves_its_public_inputs(instance: Instance, body: 
         .circuit_for_proving(&prepared.inputs)
         .unwrap();
     let assignment = crate::groth16::full_assignment(circuit).unwrap();
-    assert_eq!(&assignment[1..=public.len()], public.as_slice(), "{instance}");
+    assert_eq!(
+        &assignment[1..=public.len()],
+        public.as_slice(),
+        "{instance}"
+    );
 }
 
 #[cfg(test)]
@@ -679,7 +734,7 @@ mod tests {
                 format!("enygma-prover development keys v1: {stem}")
             );
             assert_eq!(
-                instance(stem, Some(2)).unwrap_err(),
+                instance(stem, Some(2)).unwrap_err().to_string(),
                 format!("{stem} has no size k")
             );
         }
@@ -701,6 +756,9 @@ mod tests {
         assert_eq!(parse_k(&sizes, "6"), Ok(6));
         assert_eq!(parse_k(&sizes, "+4"), Ok(4)); // Atoi accepts a sign
         assert_eq!(parse_k(&sizes, "06"), Ok(6));
+        let parse_k = |sizes: &RangeInclusive<usize>, raw: &str| {
+            super::parse_k(sizes, raw).map_err(|e| e.to_string())
+        };
         let unsupported = Err("k value not supported: must be between 2 and 6".to_string());
         assert_eq!(parse_k(&sizes, "7"), unsupported);
         assert_eq!(parse_k(&sizes, "1"), unsupported);
@@ -717,12 +775,13 @@ mod tests {
         assert_eq!(m.action, Action::Prove);
         assert_eq!(m.route, "/generateProofDeposit-{k}");
         assert_eq!(m.raw_k, Some("x"));
-        assert_eq!(m.instance().unwrap_err(), NON_NUMERIC_K);
+        assert_eq!(m.instance().unwrap_err().to_string(), NON_NUMERIC_K);
         assert_eq!(
             match_path("/verifyProofWithdraw-9")
                 .unwrap()
                 .instance()
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "k value not supported: must be between 2 and 6"
         );
         for other in [
@@ -757,7 +816,7 @@ mod tests {
             ]
         );
         assert_eq!(resolve_list("transfer,deposit,withdraw").unwrap().len(), 15);
-        let err = resolve_list("transfer-k7").unwrap_err();
+        let err = resolve_list("transfer-k7").unwrap_err().to_string();
         assert!(err.starts_with("unknown circuit \"transfer-k7\""), "{err}");
         assert!(err.contains("transfer, deposit, withdraw"), "{err}");
         assert!(
@@ -766,11 +825,11 @@ mod tests {
         );
         assert!(resolve_list("transfer,").is_err());
         assert_eq!(
-            instance("transfer", None).unwrap_err(),
+            instance("transfer", None).unwrap_err().to_string(),
             "transfer needs a size k (2 to 6)"
         );
         assert_eq!(
-            instance("deposit", Some(1)).unwrap_err(),
+            instance("deposit", Some(1)).unwrap_err().to_string(),
             "k value not supported: must be between 2 and 6"
         );
     }

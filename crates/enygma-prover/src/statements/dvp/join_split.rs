@@ -23,12 +23,12 @@ use rand::RngCore;
 use serde_json::{json, Value};
 
 use super::{
-    failure_message, merkle_proof_json, parse_integer, parse_merkle_proof, schemas, to_hex_address,
-    to_integer, GoObject,
+    merkle_proof_json, parse_integer, parse_merkle_proof, schemas, to_hex_address, to_integer,
+    DvpCheckFailure, GoObject,
 };
 use crate::{
     request::{parse_field_element, parse_object, parse_secret, schema, to_decimal, RequestError},
-    statements::{Circuit, Descriptor, Entry, RequestSpec, Statement},
+    statements::{Circuit, Descriptor, Entry, GenerateError, RequestSpec, Statement},
 };
 
 /// One join-split statement: the token standard of its notes.
@@ -261,8 +261,10 @@ impl Statement for JoinSplit {
         )
     }
 
-    fn check(&self, inputs: &JoinSplitInputs) -> Result<(), String> {
-        inputs.check().map_err(|f| failure_message(&f))
+    type CheckFailure = DvpCheckFailure;
+
+    fn check(&self, inputs: &JoinSplitInputs) -> Result<(), DvpCheckFailure> {
+        inputs.check().map_err(DvpCheckFailure)
     }
 
     fn circuit_for_setup(&self, _k: Option<usize>) -> Circuit {
@@ -285,9 +287,11 @@ impl Statement for JoinSplit {
         _k: Option<usize>,
         spec: &RequestSpec,
         mut rng: &mut dyn RngCore,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, GenerateError> {
         if spec.sender.is_some() {
-            return Err("a join-split has no sender index (payment statements only)".into());
+            return Err(GenerateError::NoSenderIndex {
+                statement: "a join-split",
+            });
         }
         let real_inputs = 1 + spec.index % INPUT_SLOTS;
         let inputs = JoinSplitInputs::generate(self.0, real_inputs, &mut rng);
@@ -405,7 +409,7 @@ mod tests {
     #[test]
     fn bad_requests_name_the_field() {
         let r = "21888242871839275222246405745257275088548364400416034343698204186575808495617";
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        let cases: Vec<(crate::statements::Mutation, &str)> = vec![
             (
                 Box::new(|b| b["valuesIn"][1] = "-5".into()),
                 "valuesIn[1]: not a decimal number",
@@ -551,14 +555,14 @@ mod tests {
         let mut t = inputs.clone();
         t.inputs[1].merkle_root += Fr::from(1u64);
         assert_eq!(
-            statement.check(&t),
+            statement.check(&t).map_err(|e| e.to_string()),
             Err("check (note in the tree) failed: merkleRoots[1]".into())
         );
         let mut t = inputs.clone();
         t.outputs[0].value += Fr::from(1u64);
         t.derive_public_values();
         assert_eq!(
-            statement.check(&t),
+            statement.check(&t).map_err(|e| e.to_string()),
             Err("check (value conservation) failed: valuesOut".into())
         );
     }

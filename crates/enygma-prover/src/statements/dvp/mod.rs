@@ -31,7 +31,6 @@ use enygma_circuit::{
     merkle::{MerklePath, DEPTH},
     Fr, Secret,
 };
-use num_bigint::BigUint;
 use serde_json::{json, Map, Value};
 
 use crate::request::{
@@ -219,8 +218,12 @@ pub(crate) fn parse_hex_address(field: &str, value: &Value) -> Result<Secret<Fr>
 
 /// `0x` and 40 lower-case hex digits: how generated requests write an address.
 pub(crate) fn to_hex_address(address: &Fr) -> String {
-    let digits = BigUint::from_bytes_be(&address.into_bigint().to_bytes_be()).to_str_radix(16);
-    format!("0x{digits:0>ADDRESS_HEX_DIGITS$}")
+    let bytes = address.into_bigint().to_bytes_be();
+    // An address is below 2^160: its 32 big-endian bytes start with 12 zeros.
+    format!(
+        "0x{}",
+        hex::encode(&bytes[bytes.len() - ADDRESS_HEX_DIGITS / 2..])
+    )
 }
 
 /// A JSON integer as Go's `int` takes it, refused when negative (the reference echoes `-1` but
@@ -263,15 +266,11 @@ pub(crate) fn merkle_proof_json(path: &MerklePath) -> Value {
     })
 }
 
-/// The 422 message of a failed rule: the rule's name and the request field it concerns, in
+/// A failed DvP rule as the 422 names it: the rule's name and the request field it concerns, in
 /// the request's spelling (`check (note in the tree) failed: merkleRoots[3]`).
-pub(crate) fn failure_message(failure: &CheckFailure) -> String {
-    format!(
-        "check ({}) failed: {}",
-        failure.rule.name(),
-        camel_case(&failure.field)
-    )
-}
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("check ({}) failed: {}", .0.rule.name(), camel_case(&.0.field))]
+pub struct DvpCheckFailure(pub CheckFailure);
 
 /// `merkle_proofs[2].indices` → `merkleProofs[2].indices`: the circuit crate names fields in
 /// snake case, the reference's JSON in camel case.
@@ -414,7 +413,7 @@ mod tests {
             parse_hex_address("a", &Value::from(12)).unwrap_err().reason,
             "expected a hex string"
         );
-        let address = Fr::from(BigUint::from(0x22e5u64) << 144u32);
+        let address = Fr::from(num_bigint::BigUint::from(0x22e5u64) << 144u32);
         assert_eq!(to_hex_address(&address).len(), 42);
         assert_eq!(parse(&to_hex_address(&address)), Ok(address));
     }
@@ -467,11 +466,11 @@ mod tests {
             field: field.into(),
         };
         assert_eq!(
-            failure_message(&failure(Rule::NoteInTree, "merkle_roots[3]")),
+            DvpCheckFailure(failure(Rule::NoteInTree, "merkle_roots[3]")).to_string(),
             "check (note in the tree) failed: merkleRoots[3]"
         );
         assert_eq!(
-            failure_message(&failure(Rule::LeafIndex, "merkle_proofs[0].indices")),
+            DvpCheckFailure(failure(Rule::LeafIndex, "merkle_proofs[0].indices")).to_string(),
             "check (leaf index below 256) failed: merkleProofs[0].indices"
         );
         assert_eq!(camel_case("key_pairs_in[0]"), "keyPairsIn[0]");

@@ -17,11 +17,11 @@ use rand::RngCore;
 use serde_json::{json, Value};
 
 use super::{
-    failure_message, merkle_proof_json, parse_merkle_proof, schemas, to_integer, GoObject,
+    merkle_proof_json, parse_merkle_proof, schemas, to_integer, DvpCheckFailure, GoObject,
 };
 use crate::{
     request::{parse_object, schema, to_decimal, RequestError},
-    statements::{Circuit, Descriptor, Entry, RequestSpec, Statement},
+    statements::{Circuit, Descriptor, Entry, GenerateError, RequestSpec, Statement},
 };
 
 pub struct Ownership;
@@ -138,8 +138,10 @@ impl Statement for Ownership {
         schemas::described(schema::object(properties, &required), "")
     }
 
-    fn check(&self, inputs: &OwnershipInputs) -> Result<(), String> {
-        inputs.check().map_err(|f| failure_message(&f))
+    type CheckFailure = DvpCheckFailure;
+
+    fn check(&self, inputs: &OwnershipInputs) -> Result<(), DvpCheckFailure> {
+        inputs.check().map_err(DvpCheckFailure)
     }
 
     fn circuit_for_setup(&self, _k: Option<usize>) -> Circuit {
@@ -161,11 +163,11 @@ impl Statement for Ownership {
         _k: Option<usize>,
         spec: &RequestSpec,
         mut rng: &mut dyn RngCore,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, GenerateError> {
         if spec.sender.is_some() {
-            return Err(
-                "an ownership transfer has no sender index (payment statements only)".into(),
-            );
+            return Err(GenerateError::NoSenderIndex {
+                statement: "an ownership transfer",
+            });
         }
         Ok(to_request_json(&OwnershipInputs::generate(&mut rng)))
     }
@@ -215,7 +217,7 @@ mod tests {
 
     #[test]
     fn bad_requests_name_the_field() {
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        let cases: Vec<(crate::statements::Mutation, &str)> = vec![
             (
                 Box::new(|b| b["uid"] = "-1".into()),
                 "uid: not a decimal number",
@@ -274,7 +276,7 @@ mod tests {
         let mut t = inputs.clone();
         t.salt_in += Fr::from(1u64);
         assert_eq!(
-            Ownership.check(&t),
+            Ownership.check(&t).map_err(|e| e.to_string()),
             Err("check (note in the tree) failed: merkleRoot".into())
         );
         let schema = Ownership.request_schema(None);

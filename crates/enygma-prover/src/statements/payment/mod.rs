@@ -7,13 +7,13 @@ pub mod request;
 use std::ops::RangeInclusive;
 
 use enygma_circuit::{
-    payment::{constraints::PaymentCircuit, Kind, PaymentInputs},
+    payment::{constraints::PaymentCircuit, CheckFailure, Kind, PaymentInputs},
     Fr,
 };
 use rand::RngCore;
 use serde_json::Value;
 
-use super::{Circuit, Descriptor, Entry, RequestSpec, Statement};
+use super::{Circuit, Descriptor, Entry, GenerateError, RequestSpec, Statement};
 use crate::request::RequestError;
 
 /// The anonymity-set sizes the reference serves.
@@ -75,8 +75,10 @@ impl Statement for Payment {
         request::parse_request(self.0, size(k), body)
     }
 
-    fn check(&self, inputs: &PaymentInputs) -> Result<(), String> {
-        inputs.check().map(|_sender| ()).map_err(|c| c.to_string())
+    type CheckFailure = CheckFailure;
+
+    fn check(&self, inputs: &PaymentInputs) -> Result<(), CheckFailure> {
+        inputs.check().map(|_sender| ())
     }
 
     fn circuit_for_setup(&self, k: Option<usize>) -> Circuit {
@@ -98,14 +100,14 @@ impl Statement for Payment {
         k: Option<usize>,
         spec: &RequestSpec,
         mut rng: &mut dyn RngCore,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, GenerateError> {
         let k = size(k);
         let sender = spec.sender.unwrap_or(spec.index % k);
         if sender >= k {
-            return Err(format!("the sender index must be below k = {k}"));
+            return Err(GenerateError::SenderOutOfRange { k });
         }
         if self.0 != Kind::Withdraw && spec.amount > spec.balance {
-            return Err("the amount must not exceed the balance (but for a withdraw)".into());
+            return Err(GenerateError::AmountAboveBalance);
         }
         let inputs =
             PaymentInputs::generate(self.0, k, sender, spec.amount, spec.balance, &mut rng);

@@ -21,8 +21,8 @@ use enygma_circuit::{
 use serde_json::{Map, Value};
 
 use crate::request::{
-    error, parse_array, parse_field_element, parse_object, parse_secret, parse_secret_array, schema,
-    to_decimal, RequestError,
+    error, parse_array, parse_field_element, parse_object, parse_secret, parse_secret_array,
+    schema, to_decimal, RequestError,
 };
 
 /// How a request field is shaped, for its JSON Schema.
@@ -138,11 +138,6 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// Parses a `/generateProofTransfer-{k}` body.
-pub fn parse_transfer_request(k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
-    parse_request(Kind::Transfer, k, body)
-}
-
 /// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`. The private values go
 /// into [`Secret`]s; the JSON's strings are wiped when `object` drops, whatever the outcome.
 pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
@@ -183,7 +178,6 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
         },
     })
 }
-
 
 /// The request body for `inputs`, in the reference's field names: what `enygma gen-request`
 /// writes. Serializing and parsing it again gives the same inputs.
@@ -240,6 +234,10 @@ pub fn to_request_json(inputs: &PaymentInputs) -> Value {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    fn parse_transfer_request(k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
+        parse_request(Kind::Transfer, k, body)
+    }
 
     fn sample() -> PaymentInputs {
         sample_of(Kind::Transfer)
@@ -396,7 +394,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_field() {
-        let cases: Vec<(Box<dyn Fn(&mut Value)>, &str)> = vec![
+        let cases: Vec<(crate::statements::Mutation, &str)> = vec![
             (
                 Box::new(|v| v["tx_values"][2] = "12a".into()),
                 "tx_values[2]: not a decimal number",
