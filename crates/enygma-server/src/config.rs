@@ -182,7 +182,9 @@ pub struct CircuitList(pub Vec<Instance>);
 
 /// Parses `--circuits`; an unknown item is an error that lists the valid ones.
 fn parse_circuits(s: &str) -> Result<CircuitList, String> {
-    statements::resolve_list(s).map(CircuitList).map_err(|e| e.to_string())
+    statements::resolve_list(s)
+        .map(CircuitList)
+        .map_err(|e| e.to_string())
 }
 
 /// One k=6 transfer proof on the 2-core development machine: 683 ms on 1 thread, 350 ms on 2
