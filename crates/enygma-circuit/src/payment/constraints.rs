@@ -888,15 +888,7 @@ mod tests {
         // One deposit of 50 in two slots, credited 100.
         assert!(refused_as(18, &|t| {
             claim(t, 1, &[Fr::from(50u64), Fr::from(50u64)]);
-            let w = withdraw_mut(t);
-            for field in [
-                &mut w.hashes,
-                &mut w.sk_deposits,
-                &mut w.v_per_deposit,
-                &mut w.salts_in,
-            ] {
-                field[1] = field[0];
-            }
+            withdraw_mut(t).claim_twice(0, 1);
         }));
 
         // Ten deposits below 2^252 whose integer sum is v + r: their field sum is v = 10.
@@ -1078,15 +1070,7 @@ mod tests {
             }),
             // One deposit of 50 in two slots, credited 100.
             (&repeated, Check::DistinctDeposits, |t| {
-                let w = withdraw_mut(t);
-                for field in [
-                    &mut w.hashes,
-                    &mut w.sk_deposits,
-                    &mut w.v_per_deposit,
-                    &mut w.salts_in,
-                ] {
-                    field[1] = field[0];
-                }
+                withdraw_mut(t).claim_twice(0, 1)
             }),
         ];
         for (good, check, edit) in forgeries {

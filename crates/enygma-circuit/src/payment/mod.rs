@@ -145,6 +145,22 @@ pub struct Withdraw {
     pub salts_in: Secret<Vec<Fr>>,
 }
 
+#[cfg(test)]
+impl Withdraw {
+    /// Copies the deposit claimed in slot `from` into slot `to`: one deposit claimed twice, the
+    /// forgery check 18 refuses (the native and the circuit tests build it alike).
+    pub(crate) fn claim_twice(&mut self, from: usize, to: usize) {
+        self.hashes[to] = self.hashes[from];
+        for values in [
+            &mut self.sk_deposits,
+            &mut self.v_per_deposit,
+            &mut self.salts_in,
+        ] {
+            values[to] = values[from];
+        }
+    }
+}
+
 /// The statement-specific part of the inputs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Dvp {
@@ -1094,14 +1110,7 @@ mod tests {
         let Dvp::Withdraw(w) = &mut t.dvp else {
             unreachable!()
         };
-        for field in [
-            &mut w.hashes,
-            &mut w.sk_deposits,
-            &mut w.v_per_deposit,
-            &mut w.salts_in,
-        ] {
-            field[1] = field[0];
-        }
+        w.claim_twice(0, 1);
         assert_eq!(
             t.check().map_err(|e| e.to_string()),
             Err("check 18 (distinct deposits) failed: hashes[0] and hashes[1]".into())
