@@ -46,6 +46,8 @@ mod tests {
     fn parses_units_and_bare_seconds() {
         assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_duration("300").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("0.5s").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("0.5").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
