@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::ab::{Role, Variant};
 use crate::chart::{self, Panel, Series};
+use crate::claims::{Claims, Verdict, CLAIMS};
 use crate::machine;
 use crate::output::{errors_cell, f1, f2};
 use crate::report::{LevelReport, Report};
@@ -98,6 +99,8 @@ pub fn render_ab(
         runs.iter().filter(|(v, _)| v.role == Role::Sweep).collect();
     write_setup(&mut md, runs, first, levels, cmdline);
     write_side_by_side(&mut md, &main, levels);
+    write_internal(&mut md, &main, levels);
+    write_claims(&mut md, &main);
     write_soaks(&mut md, &main);
     write_sweep(&mut md, &sweep, best);
     md.push_str(
@@ -269,6 +272,87 @@ fn side_by_side_row(main: &[&(Variant, Report)], c: usize, has_ref: bool) -> Str
         );
     }
     row
+}
+
+/// Where each variant's time goes, level by level: its internal prove time (Server-Timing, or
+/// the reference's timing line) against the latency the client saw. A service that admits
+/// everything keeps prove/latency near 1.0 while both grow (nothing waits, everything slows
+/// down); a capped one keeps the prove time flat and lets the queue wait grow instead.
+fn write_internal(md: &mut String, main: &[&(Variant, Report)], levels: &[usize]) {
+    let has_prove = main.iter().any(|(_, r)| {
+        r.levels
+            .iter()
+            .any(|l| l.internal.internal_prove_ms.is_some())
+    });
+    if !has_prove {
+        return;
+    }
+    md.push_str(
+        "## Internal prove time against external latency
+
+",
+    );
+    let mut header = String::from("| Concurrency |");
+    let mut align = String::from("|---:|");
+    for metric in [
+        "prove p50 (ms)",
+        "prove p99 (ms)",
+        "queue p50 (ms)",
+        "prove p50 / latency p50",
+    ] {
+        for (v, _) in main {
+            let _ = write!(header, " {metric} {} |", v.name);
+            align.push_str("---:|");
+        }
+    }
+    let _ = writeln!(md, "{header}\n{align}");
+    for &c in levels {
+        let mut row = format!("| {c} |");
+        let cells: [fn(&LevelReport) -> String; 4] = [
+            |l| f1(l.internal.internal_prove_ms.map(|s| s.p50)),
+            |l| f1(l.internal.internal_prove_ms.map(|s| s.p99)),
+            |l| f1(l.internal.queue_wait_ms.map(|s| s.p50)),
+            |l| {
+                ratio(
+                    l.internal.internal_prove_ms.map(|s| s.p50),
+                    l.latency_ms.map(|s| s.p50),
+                )
+            },
+        ];
+        for f in cells {
+            for (_, r) in main {
+                let _ = write!(row, " {} |", level(r, c).map_or("–".into(), f));
+            }
+        }
+        let _ = writeln!(md, "{row}");
+    }
+    md.push('\n');
+}
+
+/// The public load test's claims, each checked on each service of the run ([`claims`]).
+fn write_claims(md: &mut String, main: &[&(Variant, Report)]) {
+    md.push_str("## The article's claims, tested\n\n| Claim | Rule |");
+    let mut align = String::from("|---|---|");
+    for (v, _) in main {
+        let _ = write!(md, " {} |", v.name);
+        align.push_str("---|");
+    }
+    let _ = writeln!(md, "\n{align}");
+    let per_variant: Vec<(Vec<String>, Vec<Verdict>)> = main
+        .iter()
+        .map(|(_, r)| {
+            let c = Claims::of(r);
+            (c.values().to_vec(), c.verdicts().to_vec())
+        })
+        .collect();
+    for (i, (claim, rule)) in CLAIMS.iter().enumerate() {
+        let _ = write!(md, "| {claim} | {rule} |");
+        for (values, verdicts) in &per_variant {
+            let _ = write!(md, " {}: **{}** |", values[i], verdicts[i].word());
+        }
+        md.push('\n');
+    }
+    md.push('\n');
 }
 
 /// The soak line of each variant that soaked.
@@ -598,6 +682,18 @@ mod tests {
         assert!(md.contains("| Concurrency | Throughput (req/s) unlimited | Throughput (req/s) capped | Throughput (req/s) reference |"), "{md}");
         assert!(md.contains("| 2 | 1.50 | 1.80 | 0.60 | 800.0 | 800.0 | 800.0 | 2000.0 | 1000.0 | 4000.0 | 900.0 | 400.0 | 1800.0 | reference: 2×503 | 1.20× | 0.50× | 3.00× | 0.25× | 0.22× |"), "{md}");
         assert!(md.contains("**Best setting: `--max-inflight 2 --prove-threads 1`**"));
+        // The sample level's prove p50 is 700 ms against a latency p50 of 800 ms.
+        assert!(
+            md.contains(
+                "| prove p50 (ms) unlimited | prove p50 (ms) capped | prove p50 (ms) reference |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| 0.88× | 0.88× | 0.88× |"), "{md}");
+        assert!(
+            md.contains("| Peak reached by 2-4 in flight | peak level in 2..=4 | 1.50 proofs/s at 2: **holds** |"),
+            "{md}"
+        );
         assert!(md.contains("- Reproduce: `enygma-loadgen ab`"));
         for table in md.split("\n\n").filter(|t| t.starts_with('|')) {
             let cells: Vec<usize> = table.lines().map(|l| l.matches('|').count()).collect();

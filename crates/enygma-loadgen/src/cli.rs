@@ -170,6 +170,11 @@ pub struct ScheduleArgs {
     /// How long to wait for the server to be ready (key loading, or creation the first time).
     #[arg(long, default_value = "600s", value_parser = dur)]
     pub ready_timeout: Duration,
+    /// Requests sent one at a time once the server is ready and before the first phase, and not
+    /// counted: the reference loads a circuit's keys on its first request (about 9 s), which
+    /// would otherwise fall into the first level; ours loads them before `/readyz` answers.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub prime: usize,
     /// Prometheus route scraped before and after each phase to cross-check the served count
     /// (`none` to skip).
     #[arg(long, default_value = "/metrics")]

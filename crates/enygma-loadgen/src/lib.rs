@@ -9,6 +9,7 @@
 //! - [`metrics`]: finding the "served" counter in the server's Prometheus samples;
 //! - [`rss`]: sampling VmRSS from `/proc/<pid>/status`;
 //! - [`spawn`]: starting/stopping a server and waiting until it is ready;
+//! - [`prove_log`]: internal prove times from a spawned server's timing lines (the reference);
 //! - [`load`]: running one closed-loop or open-loop phase and collecting per-request records;
 //! - [`stats`]: exact percentiles and summaries;
 //! - [`report`]: the report model and how records become levels, soak windows, open-loop rows;
@@ -16,6 +17,7 @@
 //! - [`chart`]: SVG charts;
 //! - [`run`]: the `run` subcommand (orchestrates levels, soak and open-loop phases);
 //! - [`ab`]: the A/B runner and the `--max-inflight`/`--prove-threads` sweep;
+//! - [`claims`]: the public load test's claims checked on a report (peak, fall, growth, memory, soak);
 //! - [`ab_report`]: the best setting, `ab.md`, `ab.svg`, `ab.json`;
 //! - [`plan`]: the capacity planner;
 //! - [`machine`]: CPU model/cores, dates and slugs;
@@ -27,6 +29,7 @@
 pub mod ab;
 pub mod ab_report;
 pub mod chart;
+pub mod claims;
 pub mod cli;
 pub mod client;
 pub mod load;
@@ -37,6 +40,7 @@ pub mod output;
 pub mod plan;
 pub mod pool;
 pub mod progress;
+pub mod prove_log;
 pub mod report;
 pub mod rss;
 pub mod run;

@@ -17,6 +17,7 @@ use crate::metrics::{self, Selector};
 use crate::mix::Targets;
 use crate::output;
 use crate::progress::Progress;
+use crate::prove_log::{ProveLog, STAMP_SLACK};
 use crate::report::{PhaseView, Report, ServerInfo, Settings, SCHEMA_VERSION};
 use crate::rss::{self, RssSampler};
 use crate::schedule::{build_phases, nominal_time, Load, PhaseKind};
@@ -114,6 +115,11 @@ fn settings(url: &str, s: &ScheduleArgs, targets: &Targets, target: &Target) -> 
 
 fn standard_notes(s: &ScheduleArgs, targets: &Targets) -> Vec<String> {
     let mut notes = vec![
+        format!(
+            "{} request(s) were sent one at a time once the server was ready and before the first \
+             phase, and are in no phase (--prime): the reference loads its keys on its first request.",
+            s.prime
+        ),
         "A request belongs to the warm-up or to the measured part by the time it was (scheduled to \
          be) sent; nothing is sent after a phase's end and every request sent is awaited, so the \
          server is idle between phases."
@@ -123,7 +129,9 @@ fn standard_notes(s: &ScheduleArgs, targets: &Targets) -> Vec<String> {
          latency_all_ms includes failed ones."
             .to_string(),
         "internal_prove_ms, queue_wait_ms, witness_ms and server_total_ms come from the Server-Timing \
-         header; gap_ms = external latency − server total."
+         header; gap_ms = external latency − server total. A server without that header (the \
+         reference) has internal_prove_ms from the timing line it prints per proof, matched to \
+         requests by time."
             .to_string(),
         "rss_peak_mb is the peak over the whole phase (warm-up and drain included); rss_mean_mb the \
          mean over the measured part. Sampled from VmRSS."
@@ -216,6 +224,11 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
             phases.len(),
             nominal_time(&phases).as_secs_f64()
         );
+        prime(&client, &targets, s.prime).await?;
+        if let Some(srv) = server.as_ref() {
+            // The priming proofs' timing lines belong to no phase.
+            attach_prove_log(&srv.prove_log, &mut [], epoch).await;
+        }
         run_phases(
             &job,
             &client,
@@ -333,7 +346,7 @@ async fn run_phases(
             phase.warmup,
             phase.duration,
         );
-        let run = match phase.load {
+        let mut run = match phase.load {
             Load::Closed { concurrency } => {
                 load::run_closed(&ctx, i, concurrency, phase.warmup, phase.duration).await
             }
@@ -341,6 +354,14 @@ async fn run_phases(
                 load::run_open(&ctx, i, rate_rps, phase.warmup, phase.duration).await
             }
         };
+        if let Some(srv) = server.as_deref() {
+            let unmatched = attach_prove_log(&srv.prove_log, &mut run.records, epoch).await;
+            if unmatched > 0 {
+                notes.push(format!(
+                    "{label}: {unmatched} of the server's timing lines matched no request (prove times of those requests are missing)."
+                ));
+            }
+        }
         let after = served_now(client, metrics_path, &endpoints, selector).await;
         let served = served_delta(before, after);
         metrics_missing |= served.is_none();
@@ -419,6 +440,41 @@ async fn run_phases(
 }
 
 /// A phase's measured requests per instance of a mix: answered 200, failed, p50 latency.
+/// Sends `n` requests one at a time and waits for each: the server's first proof of the run
+/// (lazy key loading in the reference, FFT tables in ours) then falls in no phase. A failure
+/// here stops the run: every later request would fail the same way.
+async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> Result<()> {
+    for i in 0..n {
+        let (_, uri, body) = targets.next();
+        let started = Instant::now();
+        let r = client.post_json(uri, body).await;
+        anyhow::ensure!(
+            r.status.is_ok(),
+            "priming request {} of {n} to {uri} failed: {}",
+            i + 1,
+            r.status.key()
+        );
+        eprintln!(
+            "primed: request {} of {n} answered in {:.1} s",
+            i + 1,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// Gives a phase's requests the prove times the server printed (the reference's timing
+/// lines; our server's come in `Server-Timing` and it prints none). Returns the lines that
+/// matched no request.
+async fn attach_prove_log(log: &ProveLog, records: &mut [Record], epoch: Instant) -> usize {
+    if !log.seen_any() {
+        return 0;
+    }
+    // Every line of the phase was written before its response; let the tap catch up.
+    tokio::time::sleep(STAMP_SLACK).await;
+    ProveLog::attach(&log.drain(), records, epoch)
+}
+
 fn mix_line(label: &str, targets: &Targets, records: &[Record]) -> String {
     let per: Vec<String> = targets
         .targets

@@ -9,17 +9,20 @@ use anyhow::{bail, Context, Result};
 use tokio::process::{Child, Command};
 
 use crate::client::HttpClient;
+use crate::prove_log::ProveLog;
 
 pub struct Server {
     child: Child,
     pid: u32,
     pub command: String,
     pub log: PathBuf,
+    /// The timing lines of its standard output (the reference's internal prove times).
+    pub prove_log: ProveLog,
 }
 
 impl Server {
     /// Runs `sh -c "exec CMD"` (so the pid we sample is the server itself, not a shell), with
-    /// stdout and stderr appended to `log`.
+    /// stdout and stderr appended to `log`; stdout passes through a [`ProveLog`] on its way.
     pub fn spawn(cmd: &str, dir: Option<&Path>, log: &Path) -> Result<Server> {
         if let Some(dir) = log.parent() {
             std::fs::create_dir_all(dir)?;
@@ -35,19 +38,21 @@ impl Server {
         if let Some(d) = dir {
             command.current_dir(d);
         }
-        let child = command
+        let mut child = command
             .stdin(Stdio::null())
-            .stdout(out)
+            .stdout(Stdio::piped())
             .stderr(err)
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("starting server: {cmd}"))?;
         let pid = child.id().context("server exited at once")?;
+        let stdout = child.stdout.take().context("server's stdout not piped")?;
         Ok(Server {
             child,
             pid,
             command: cmd.to_string(),
             log: log.to_path_buf(),
+            prove_log: ProveLog::tap(stdout, out),
         })
     }
 

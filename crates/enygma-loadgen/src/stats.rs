@@ -41,6 +41,21 @@ pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     (n >= 2.0 && sxx > 0.0).then(|| sxy / sxx)
 }
 
+/// Coefficient of determination of the least-squares line through `points`: how much of `y`'s
+/// variation a straight line explains (1 = a perfect line). `None` with fewer than three
+/// points (two always fit) or no variation in either coordinate.
+pub fn r_squared(points: &[(f64, f64)]) -> Option<f64> {
+    let b = slope(points)?;
+    let mx = mean(&points.iter().map(|p| p.0).collect::<Vec<_>>())?;
+    let my = mean(&points.iter().map(|p| p.1).collect::<Vec<_>>())?;
+    let total: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let residual: f64 = points
+        .iter()
+        .map(|p| (p.1 - (my + b * (p.0 - mx))).powi(2))
+        .sum();
+    (points.len() >= 3 && total > 0.0).then(|| 1.0 - residual / total)
+}
+
 /// Rounds to 3 decimals for reports (sub-microsecond noise in ms values is not information).
 pub fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
@@ -81,6 +96,23 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn r_squared_of_lines_and_clouds() {
+        let line = [(1.0, 10.0), (2.0, 12.0), (4.0, 16.0), (16.0, 40.0)];
+        assert!((r_squared(&line).unwrap() - 1.0).abs() < 1e-12);
+        // Flat memory with noise: a line explains little.
+        let flat = [
+            (1.0, 100.0),
+            (2.0, 103.0),
+            (4.0, 99.0),
+            (8.0, 102.0),
+            (16.0, 100.0),
+        ];
+        assert!(r_squared(&flat).unwrap() < 0.2);
+        assert_eq!(r_squared(&line[..2]), None);
+        assert_eq!(r_squared(&[(1.0, 5.0), (2.0, 5.0), (3.0, 5.0)]), None);
+    }
 
     #[test]
     fn slope_is_the_least_squares_fit() {
