@@ -39,11 +39,14 @@ pub struct ProveLog {
 
 impl ProveLog {
     /// Copies `output` line by line into `log`, keeping every timing line; ends with the output.
-    pub fn tap(output: impl AsyncRead + Unpin + Send + 'static, mut log: std::fs::File) -> Self {
+    /// Writes are batched while more output is waiting, so a server that logs thousands of
+    /// lines a second (every shed request of a retry storm) costs few system calls here.
+    pub fn tap(output: impl AsyncRead + Unpin + Send + 'static, log: std::fs::File) -> Self {
         let this = ProveLog::default();
         let sink = this.clone();
         tokio::spawn(async move {
             let mut reader = BufReader::new(output);
+            let mut log = std::io::BufWriter::new(log);
             let mut line = Vec::new();
             loop {
                 line.clear();
@@ -54,10 +57,14 @@ impl ProveLog {
                 let at = Instant::now();
                 // A full disk must not stop the server: its output is still drained.
                 let _ = log.write_all(&line);
+                if reader.buffer().is_empty() {
+                    let _ = log.flush();
+                }
                 if let Some(t) = parse_timing_line(&String::from_utf8_lossy(&line)) {
                     sink.push(ProveLine { at, prove: t.prove });
                 }
             }
+            let _ = log.flush();
         });
         this
     }

@@ -224,12 +224,12 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
             phases.len(),
             nominal_time(&phases).as_secs_f64()
         );
-        prime(&client, &targets, s.prime).await?;
+        let priming = prime(&client, &targets, s.prime).await;
         if let Some(srv) = server.as_ref() {
             // The priming proofs' timing lines belong to no phase.
             attach_prove_log(&srv.prove_log, &mut [], epoch).await;
         }
-        run_phases(
+        let mut phases = run_phases(
             &job,
             &client,
             targets.clone(),
@@ -239,7 +239,9 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
             selector.as_ref(),
             server.as_mut(),
         )
-        .await
+        .await?;
+        phases.5.splice(0..0, priming);
+        Ok::<Phases, anyhow::Error>(phases)
     }
     .await;
 
@@ -441,26 +443,28 @@ async fn run_phases(
 
 /// A phase's measured requests per instance of a mix: answered 200, failed, p50 latency.
 /// Sends `n` requests one at a time and waits for each: the server's first proof of the run
-/// (lazy key loading in the reference, FFT tables in ours) then falls in no phase. A failure
-/// here stops the run: every later request would fail the same way.
-async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> Result<()> {
-    for i in 0..n {
+/// (lazy key loading in the reference, FFT tables in ours) then falls in no phase. A failed
+/// one is reported (the returned notes) and the run goes on: a server that sheds or times out
+/// everything is still worth measuring.
+async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    for i in 1..=n {
         let (_, uri, body) = targets.next();
         let started = Instant::now();
         let r = client.post_json(uri, body).await;
-        anyhow::ensure!(
-            r.status.is_ok(),
-            "priming request {} of {n} to {uri} failed: {}",
-            i + 1,
-            r.status.key()
-        );
-        eprintln!(
-            "primed: request {} of {n} answered in {:.1} s",
-            i + 1,
-            started.elapsed().as_secs_f64()
-        );
+        let took = started.elapsed().as_secs_f64();
+        if r.status.is_ok() {
+            eprintln!("primed: request {i} of {n} answered in {took:.1} s");
+        } else {
+            let note = format!(
+                "Priming request {i} of {n} to {uri} failed after {took:.1} s: {}.",
+                r.status.key()
+            );
+            eprintln!("{note}");
+            notes.push(note);
+        }
     }
-    Ok(())
+    notes
 }
 
 /// Gives a phase's requests the prove times the server printed (the reference's timing

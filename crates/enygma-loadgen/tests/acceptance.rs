@@ -79,6 +79,8 @@ fn loadgen_run(url: &str, pool: &std::path::Path, out: &std::path::Path, args: &
     let o = run_bounded(
         Command::new(loadgen_bin())
             .args(["run", "--url", url, "--quiet", "--timeout", "300s"])
+            // Every request the server sees is one of a phase (the counts are compared).
+            .args(["--prime", "0"])
             .arg("--requests")
             .arg(pool)
             .arg("--out")

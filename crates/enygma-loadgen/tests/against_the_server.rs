@@ -93,7 +93,17 @@ fn closed_loop_counts_match_server_metrics() {
         assert!(l["rss_peak_mb"].as_f64().unwrap() > 0.0);
         client_total += c + w;
     }
-    assert_eq!(after - before, client_total as f64);
+    // One priming request (`--prime`, default 1) before the first level, in no phase.
+    assert_eq!(after - before, (client_total + 1) as f64);
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("1 request(s) were sent")),
+        "{}",
+        r["notes"]
+    );
     assert_eq!(r["soak"]["windows"].as_array().unwrap().len(), 2);
     assert_internal_within_external(&out, &r);
     for f in [
@@ -344,6 +354,8 @@ fn a_weighted_mix_of_statements_in_one_run() {
         Command::new(loadgen_bin())
             .args([
                 "run",
+                "--prime",
+                "0",
                 "--url",
                 &url,
                 "--levels",
@@ -439,7 +451,15 @@ fn queue_timeouts_are_reported_as_504() {
     let out = dir.join("out");
     let o = run_bounded(
         Command::new(loadgen_bin())
-            .args(["run", "--url", &server.url(), "--levels", "2"])
+            .args([
+                "run",
+                "--prime",
+                "0",
+                "--url",
+                &server.url(),
+                "--levels",
+                "2",
+            ])
             .args(["--duration", "1s", "--warmup", "0s", "--quiet"])
             .arg("--requests")
             .arg(&pool)
