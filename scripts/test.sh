@@ -13,6 +13,8 @@ command -v python3 >/dev/null || { echo "python3 is required for scripts/schemat
 # Lints first (issue 18): formatting, and clippy on every target with warnings as errors.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
+# The measurement-only code (enygma-prover's `bench` feature: examples/proof_phases.rs).
+cargo clippy -p enygma-prover --all-targets --features bench -- -D warnings
 
 # The integration tests spawn these binaries (debug profile; arkworks is optimised even there).
 cargo build --workspace --bins

@@ -40,3 +40,26 @@ pub use secret::Secret;
 /// `enygma_prover::statements`, owns that list).
 #[cfg(test)]
 pub(crate) const SUPPORTED_K: std::ops::RangeInclusive<usize> = 2..=6;
+
+/// Synthesizes `circuit` with a `ConstraintLayer` that records this crate's namespaces only
+/// (arkworks' own gadget spans format their operands: synthesis would take minutes), and returns
+/// the trace of the first unsatisfied constraint: which check or rule it belongs to. `Err` if
+/// a hint cannot even be computed.
+#[cfg(test)]
+pub(crate) fn first_unsatisfied(
+    circuit: impl ark_relations::gr1cs::ConstraintSynthesizer<Fr>,
+) -> Result<Option<String>, ark_relations::gr1cs::SynthesisError> {
+    use ark_relations::gr1cs::{ConstraintLayer, ConstraintSystem, TracingMode};
+    use tracing_subscriber::{filter::filter_fn, layer::SubscriberExt};
+    let subscriber = tracing_subscriber::registry()
+        .with(ConstraintLayer::new(TracingMode::OnlyConstraints))
+        .with(filter_fn(|m| {
+            m.module_path()
+                .is_some_and(|p| p.starts_with("enygma_circuit"))
+        }));
+    tracing::subscriber::with_default(subscriber, || {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        circuit.generate_constraints(cs.clone())?;
+        cs.which_is_unsatisfied()
+    })
+}

@@ -171,22 +171,32 @@ fn write_side_by_side(md: &mut String, main: &[&(Variant, Report)], levels: &[us
     md.push('\n');
 }
 
+/// One right-aligned column per metric and variant, metric by metric: `p50 (ms) capped`.
+fn metric_columns(header: &mut String, align: &mut String, metrics: &[&str], names: &[&str]) {
+    for metric in metrics {
+        for n in names {
+            let _ = write!(header, " {metric} {n} |");
+            align.push_str("---:|");
+        }
+    }
+}
+
 /// The side-by-side table's header and alignment rows.
 fn side_by_side_header(main: &[&(Variant, Report)], has_ref: bool) -> String {
     let names: Vec<&str> = main.iter().map(|(v, _)| v.name.as_str()).collect();
     let mut header = String::from("| Concurrency |");
     let mut align = String::from("|---:|");
-    for metric in [
-        "Throughput (req/s)",
-        "p50 (ms)",
-        "p99 (ms)",
-        "Peak RSS (MB)",
-    ] {
-        for n in &names {
-            let _ = write!(header, " {metric} {n} |");
-            align.push_str("---:|");
-        }
-    }
+    metric_columns(
+        &mut header,
+        &mut align,
+        &[
+            "Throughput (req/s)",
+            "p50 (ms)",
+            "p99 (ms)",
+            "Peak RSS (MB)",
+        ],
+        &names,
+    );
     header.push_str(" Errors |");
     align.push_str("---|");
     header.push_str(" Throughput capped/unlimited | p99 capped/unlimited |");
@@ -294,17 +304,18 @@ fn write_internal(md: &mut String, main: &[&(Variant, Report)], levels: &[usize]
     );
     let mut header = String::from("| Concurrency |");
     let mut align = String::from("|---:|");
-    for metric in [
-        "prove p50 (ms)",
-        "prove p99 (ms)",
-        "queue p50 (ms)",
-        "prove p50 / latency p50",
-    ] {
-        for (v, _) in main {
-            let _ = write!(header, " {metric} {} |", v.name);
-            align.push_str("---:|");
-        }
-    }
+    let names: Vec<&str> = main.iter().map(|(v, _)| v.name.as_str()).collect();
+    metric_columns(
+        &mut header,
+        &mut align,
+        &[
+            "prove p50 (ms)",
+            "prove p99 (ms)",
+            "queue p50 (ms)",
+            "prove p50 / latency p50",
+        ],
+        &names,
+    );
     let _ = writeln!(md, "{header}\n{align}");
     for &c in levels {
         let mut row = format!("| {c} |");

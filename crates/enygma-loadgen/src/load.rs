@@ -123,6 +123,34 @@ async fn send_one(ctx: &Ctx) -> (usize, Reply) {
     (target, r)
 }
 
+/// Sends the next request (scheduled at `scheduled`, sent at `sent`) and records it; also
+/// returns the `Retry-After` of a shed answer.
+async fn send_recorded(
+    ctx: &Ctx,
+    phase: usize,
+    worker: usize,
+    warmup: bool,
+    scheduled: Instant,
+    sent: Instant,
+) -> (Record, Option<Duration>) {
+    let (target, r) = send_one(ctx).await;
+    let rec = Record {
+        phase,
+        warmup,
+        worker,
+        target,
+        scheduled: scheduled - ctx.epoch,
+        sent: sent - ctx.epoch,
+        done: r.done - ctx.epoch,
+        status: r.status,
+        timing: r.timing,
+    };
+    ctx.live
+        .last_latency_us
+        .store((rec.latency_ms() * 1e3) as u64, Ordering::Relaxed);
+    (rec, r.retry_after)
+}
+
 /// Closed loop with `concurrency` workers for `warmup + duration`.
 pub async fn run_closed(
     ctx: &Ctx,
@@ -144,26 +172,13 @@ pub async fn run_closed(
                 if now >= end || ctx.abort.load(Ordering::Relaxed) {
                     break;
                 }
-                let (target, r) = send_one(&ctx).await;
-                let rec = Record {
-                    phase,
-                    warmup: now < measure_from,
-                    worker,
-                    target,
-                    scheduled: now - ctx.epoch,
-                    sent: now - ctx.epoch,
-                    done: r.done - ctx.epoch,
-                    status: r.status,
-                    timing: r.timing,
-                };
-                ctx.live
-                    .last_latency_us
-                    .store((rec.latency_ms() * 1e3) as u64, Ordering::Relaxed);
+                let (rec, retry_after) =
+                    send_recorded(&ctx, phase, worker, now < measure_from, now, now).await;
                 out.push(rec);
-                if r.status == Status::Connect {
+                if rec.status == Status::Connect {
                     // Server gone: do not spin; the phase still ends on time.
                     tokio::time::sleep(Duration::from_millis(100)).await;
-                } else if let Some(wait) = r.retry_after.filter(|_| ctx.honor_retry_after) {
+                } else if let Some(wait) = retry_after.filter(|_| ctx.honor_retry_after) {
                     tokio::time::sleep_until(end.min(Instant::now() + wait).into()).await;
                 }
             }
@@ -232,23 +247,8 @@ pub async fn run_open(
         outstanding.fetch_add(1, Ordering::Relaxed);
         let (ctx2, recs, out) = (ctx.clone(), records.clone(), outstanding.clone());
         set.spawn(async move {
-            let sent = Instant::now();
-            let (target, r) = send_one(&ctx2).await;
+            let (rec, _) = send_recorded(&ctx2, phase, i, warmup_req, at, Instant::now()).await;
             out.fetch_sub(1, Ordering::Relaxed);
-            let rec = Record {
-                phase,
-                warmup: warmup_req,
-                worker: i,
-                target,
-                scheduled: at - ctx2.epoch,
-                sent: sent - ctx2.epoch,
-                done: r.done - ctx2.epoch,
-                status: r.status,
-                timing: r.timing,
-            };
-            ctx2.live
-                .last_latency_us
-                .store((rec.latency_ms() * 1e3) as u64, Ordering::Relaxed);
             recs.lock().unwrap().push(rec);
         });
     }

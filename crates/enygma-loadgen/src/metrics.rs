@@ -90,17 +90,14 @@ pub fn served_ok(samples: &[Sample], endpoint: &str, selector: Option<&Selector>
 mod tests {
     use super::*;
 
+    /// Only what the served-counter heuristic looks at; the exposition format itself is
+    /// tested by its owner, `enygma_formats::prometheus`.
     const TEXT: &str = r#"
-# HELP enygma_http_requests_total Requests by route and status.
-# TYPE enygma_http_requests_total counter
 enygma_http_requests_total{route="/generateProofTransfer-6",status="200"} 17
 enygma_http_requests_total{route="/generateProofTransfer-6",status="503"} 2
 enygma_http_requests_total{route="/generateProofTransfer-2",status="200"} 5
 enygma_http_requests_total{route="/metrics",status="200"} 40
 enygma_inflight 3
-enygma_prove_seconds_bucket{le="+Inf"} 22 1700000000000
-weird{a="x\"y,z",b="\\"} 1.5e3
-garbage line here
 "#;
 
     #[test]

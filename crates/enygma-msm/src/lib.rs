@@ -210,25 +210,48 @@ fn for_each_signed_digit(s: &Scalar, c: usize, mut f: impl FnMut(usize, u32)) {
     debug_assert!(w <= FOLDED_BITS / c + 1);
 }
 
+/// What the unit tests of both MSMs share: the groups they run on and their random bases.
 #[cfg(test)]
-mod tests {
+mod test_support {
     use super::*;
-    use ark_ec::{CurveGroup, VariableBaseMSM};
+    use ark_ec::CurveGroup;
     use ark_std::UniformRand;
-    use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
     /// A group of BN254 the MSM serves.
-    trait Group: SWCurveConfig<ScalarField = Fr> {}
+    pub(crate) trait Group: SWCurveConfig<ScalarField = Fr> {}
     impl<P: SWCurveConfig<ScalarField = Fr>> Group for P {}
 
-    /// Every test below runs on G1 and on G2.
+    /// Every test named runs on G1 and on G2.
     macro_rules! on_g1_and_g2 {
         ($($test:ident),* $(,)?) => {
             mod g1 { $( #[test] fn $test() { super::$test::<ark_bn254::g1::Config>() } )* }
             mod g2 { $( #[test] fn $test() { super::$test::<ark_bn254::g2::Config>() } )* }
         };
     }
+    pub(crate) use on_g1_and_g2;
+
+    pub(crate) fn random_bases<P: Group>(n: usize, rng: &mut ChaCha20Rng) -> Vec<Affine<P>> {
+        // Random multiples of the generator are as good as random points and much cheaper
+        // than hashing to the curve.
+        let points: Vec<Projective<P>> = (0..n).map(|_| Projective::<P>::rand(rng)).collect();
+        Projective::normalize_batch(&points)
+    }
+
+    pub(crate) fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
+        (0..n).map(|_| Fr::rand(rng).into_bigint()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ec::VariableBaseMSM;
+    use ark_std::UniformRand;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    use crate::test_support::{on_g1_and_g2, random_bases, random_scalars, Group};
 
     on_g1_and_g2!(
         matches_arkworks_on_random_inputs,
@@ -244,17 +267,6 @@ mod tests {
 
     fn reference<P: Group>(bases: &[Affine<P>], scalars: &[Scalar]) -> Projective<P> {
         Projective::<P>::msm_bigint(bases, scalars)
-    }
-
-    fn random_bases<P: Group>(n: usize, rng: &mut ChaCha20Rng) -> Vec<Affine<P>> {
-        // Random multiples of the generator are as good as random points and much cheaper
-        // than hashing to the curve.
-        let points: Vec<Projective<P>> = (0..n).map(|_| Projective::<P>::rand(rng)).collect();
-        Projective::normalize_batch(&points)
-    }
-
-    fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
-        (0..n).map(|_| Fr::rand(rng).into_bigint()).collect()
     }
 
     fn check<P: Group>(bases: &[Affine<P>], scalars: &[Scalar], what: &str) {

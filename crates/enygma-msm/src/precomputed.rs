@@ -215,15 +215,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha20Rng;
 
-    trait Group: SWCurveConfig<ScalarField = Fr> {}
-    impl<P: SWCurveConfig<ScalarField = Fr>> Group for P {}
-
-    macro_rules! on_g1_and_g2 {
-        ($($test:ident),* $(,)?) => {
-            mod g1 { $( #[test] fn $test() { super::$test::<ark_bn254::g1::Config>() } )* }
-            mod g2 { $( #[test] fn $test() { super::$test::<ark_bn254::g2::Config>() } )* }
-        };
-    }
+    use crate::test_support::{on_g1_and_g2, random_bases, random_scalars, Group};
 
     on_g1_and_g2!(
         matches_msm_on_random_scalars,
@@ -234,15 +226,6 @@ mod tests {
         identity_and_repeated_bases,
         lengths_differ,
     );
-
-    fn random_bases<P: Group>(n: usize, rng: &mut ChaCha20Rng) -> Vec<Affine<P>> {
-        let points: Vec<Projective<P>> = (0..n).map(|_| Projective::<P>::rand(rng)).collect();
-        Projective::normalize_batch(&points)
-    }
-
-    fn random_scalars(n: usize, rng: &mut ChaCha20Rng) -> Vec<Scalar> {
-        (0..n).map(|_| Fr::rand(rng).into_bigint()).collect()
-    }
 
     fn minus(x: u64) -> Scalar {
         (-Fr::from(x)).into_bigint()

@@ -2,8 +2,9 @@
 //! each MSM backend, next to ark-groth16's whole prover (with the same oriented reduction), on 1
 //! and 2 threads.
 //!
-//! `cargo run --release -p enygma-prover --example proof_phases -- [proofs per setting] [threads]
-//! [arkworks|enygma-g1|enygma]`; the last two restrict the run to one setting (for `perf record`).
+//! `cargo run --release -p enygma-prover --features bench --example proof_phases -- [proofs per
+//! setting] [threads] [arkworks|enygma-g1|enygma]`; the last two restrict the run to one setting
+//! (for `perf record`).
 //! Times are medians over the proofs. Keys come from a seeded setup of the current circuit, so
 //! the run does not depend on the key files matching it.
 

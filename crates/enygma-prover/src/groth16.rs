@@ -16,17 +16,16 @@
 use std::time::{Duration, Instant};
 
 use ark_bn254::{g1, g2, Bn254, G1Affine, G1Projective, G2Affine, G2Projective};
-use ark_ec::{AffineRepr, CurveGroup, VariableBaseMSM};
+#[cfg(any(test, feature = "bench"))]
+use ark_ec::VariableBaseMSM;
+use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::PrimeField;
 use ark_groth16::{Proof, ProvingKey};
 use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError,
     SynthesisMode, R1CS_PREDICATE_LABEL,
 };
-use enygma_circuit::{
-    payment::{constraints::PaymentCircuit, Kind, PaymentInputs},
-    Fr,
-};
+use enygma_circuit::Fr;
 use enygma_msm::{msm_precomputed, PrecomputedBases};
 use rayon::prelude::*;
 
@@ -38,12 +37,16 @@ use crate::{
 
 type Scalar = <Fr as PrimeField>::BigInt;
 
-/// Which implementation computes the MSMs.
+/// Which implementation computes the MSMs. The service proves with [`MsmBackend::Enygma`]; the
+/// other two exist to measure it (`examples/proof_phases.rs`) and to test it against arkworks,
+/// so they are built only for tests and with the `bench` feature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MsmBackend {
     /// ark-ec's `VariableBaseMSM::msm_bigint`, as ark-groth16 uses it.
+    #[cfg(any(test, feature = "bench"))]
     Arkworks,
     /// [`enygma_msm::msm`] in G1, ark-ec in G2 (for measuring the G2 MSM's share).
+    #[cfg(any(test, feature = "bench"))]
     EnygmaG1,
     /// [`enygma_msm::msm`] in G1 and G2: what the service proves with.
     Enygma,
@@ -88,9 +91,10 @@ fn msm_g1(
     scalars: &[Scalar],
 ) -> G1Projective {
     match (backend, table) {
+        #[cfg(any(test, feature = "bench"))]
         (MsmBackend::Arkworks, _) => G1Projective::msm_bigint(bases, scalars),
-        (MsmBackend::EnygmaG1 | MsmBackend::Enygma, Some(table)) => msm_precomputed(table, scalars),
-        (MsmBackend::EnygmaG1 | MsmBackend::Enygma, None) => enygma_msm::msm(bases, scalars),
+        (_, Some(table)) => msm_precomputed(table, scalars),
+        (_, None) => enygma_msm::msm(bases, scalars),
     }
 }
 
@@ -101,11 +105,12 @@ fn msm_g2(
     scalars: &[Scalar],
 ) -> G2Projective {
     match (backend, table) {
+        #[cfg(any(test, feature = "bench"))]
         (MsmBackend::Arkworks | MsmBackend::EnygmaG1, _) => {
             G2Projective::msm_bigint(bases, scalars)
         }
-        (MsmBackend::Enygma, Some(table)) => msm_precomputed(table, scalars),
-        (MsmBackend::Enygma, None) => enygma_msm::msm(bases, scalars),
+        (_, Some(table)) => msm_precomputed(table, scalars),
+        (_, None) => enygma_msm::msm(bases, scalars),
     }
 }
 
@@ -443,7 +448,15 @@ impl Drop for WipeAssignments {
 
 /// The setup-mode circuit of a k transfer and the proving-mode circuit of a random valid
 /// transfer (sender 2, amount 25 of a balance of 100), for tests and measurements.
-pub fn sample_transfer<R: rand::Rng>(k: usize, rng: &mut R) -> (PaymentCircuit, PaymentCircuit) {
+#[cfg(any(test, feature = "bench"))]
+pub fn sample_transfer<R: rand::Rng>(
+    k: usize,
+    rng: &mut R,
+) -> (
+    enygma_circuit::payment::constraints::PaymentCircuit,
+    enygma_circuit::payment::constraints::PaymentCircuit,
+) {
+    use enygma_circuit::payment::{constraints::PaymentCircuit, Kind, PaymentInputs};
     let inputs = PaymentInputs::generate(Kind::Transfer, k, 2, 25, 100, rng);
     (
         PaymentCircuit::for_setup(Kind::Transfer, k),
@@ -588,18 +601,44 @@ mod tests {
         }
     }
 
-    #[test]
-    fn groth16_random_circuit_matches_ark_groth16() {
-        let mut rng = ChaCha20Rng::seed_from_u64(1);
+    /// A random circuit made from a seed, with its proving key, R1CS and satisfying assignment,
+    /// and the generator where the setup left it.
+    struct RandomSetup {
+        circuit: RandomCircuit,
+        pk: ProvingKey<Bn254>,
+        r1cs: R1cs,
+        assignment: Wiped<Fr>,
+        rng: ChaCha20Rng,
+    }
+
+    fn random_setup(seed: u64) -> RandomSetup {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let circuit = RandomCircuit::new(&mut rng);
         let (pk, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        RandomSetup {
+            r1cs: r1cs(circuit.clone()).unwrap(),
+            assignment: full_assignment(circuit.clone()).unwrap(),
+            circuit,
+            pk,
+            rng,
+        }
+    }
+
+    #[test]
+    fn groth16_random_circuit_matches_ark_groth16() {
+        let RandomSetup {
+            pk,
+            r1cs,
+            assignment,
+            mut rng,
+            ..
+        } = random_setup(1);
         let R1cs {
             matrices,
             num_instance_variables: instance,
             num_constraints: constraints,
             ..
-        } = r1cs(circuit.clone()).unwrap();
-        let assignment = full_assignment(circuit.clone()).unwrap();
+        } = r1cs;
         assert_eq!(instance, 7, "1, 5 public values and the output");
         for (r, s) in [
             (Fr::rand(&mut rng), Fr::rand(&mut rng)),
@@ -612,16 +651,18 @@ mod tests {
 
     #[test]
     fn groth16_wrong_statement_does_not_verify() {
-        let mut rng = ChaCha20Rng::seed_from_u64(2);
-        let circuit = RandomCircuit::new(&mut rng);
-        let (pk, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let RandomSetup {
+            pk,
+            r1cs,
+            mut assignment,
+            ..
+        } = random_setup(2);
         let R1cs {
             matrices,
             num_instance_variables: instance,
             num_constraints: constraints,
             ..
-        } = r1cs(circuit.clone()).unwrap();
-        let mut assignment = full_assignment(circuit).unwrap();
+        } = r1cs;
         // A witness change that breaks the constraints: the proof must not verify.
         assignment[instance + 1] += Fr::from(1u64);
         for backend in BACKENDS {
@@ -672,18 +713,21 @@ mod tests {
 
     #[test]
     fn groth16_tables_of_another_key_are_refused() {
-        let mut rng = ChaCha20Rng::seed_from_u64(6);
-        let circuit = RandomCircuit::new(&mut rng);
+        let RandomSetup {
+            circuit,
+            pk,
+            r1cs,
+            assignment,
+            mut rng,
+        } = random_setup(6);
         // Same circuit, another setup: same sizes, other bases.
-        let (pk, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
-        let (other, _) = Groth16::circuit_specific_setup(circuit.clone(), &mut rng).unwrap();
+        let (other, _) = Groth16::circuit_specific_setup(circuit, &mut rng).unwrap();
         let R1cs {
             matrices,
             num_instance_variables: instance,
             num_constraints: constraints,
             ..
-        } = r1cs(circuit.clone()).unwrap();
-        let assignment = full_assignment(circuit).unwrap();
+        } = r1cs;
         let prove = |tables: &PrecomputedQueries| {
             create_proof_with_tables(
                 &pk,

@@ -104,6 +104,13 @@ impl Statement for Factors {
         vec![*inputs.a * *inputs.b]
     }
 
+    fn to_request(&self, inputs: &FactorsInputs) -> Value {
+        serde_json::json!({
+            "a": to_decimal(&inputs.a),
+            "b": to_decimal(&inputs.b),
+        })
+    }
+
     fn generate(
         &self,
         _k: Option<usize>,

@@ -4,6 +4,7 @@
 //! write it as all-zero coordinates, and accept all-zero coordinates as it.
 
 use ark_bn254::{Fq, Fq2, G1Affine, G2Affine};
+use ark_ec::short_weierstrass::{Affine, SWCurveConfig};
 use ark_ec::AffineRepr;
 use ark_ff::Zero;
 
@@ -12,30 +13,26 @@ use crate::Error;
 
 /// A G1 point from its affine coordinates, checked to be on the curve (G1 has cofactor 1).
 pub(crate) fn g1_from_fq(x: Fq, y: Fq, field: &str) -> Result<G1Affine, Error> {
-    if x.is_zero() && y.is_zero() {
-        return Ok(G1Affine::identity());
-    }
-    let p = G1Affine::new_unchecked(x, y);
-    if !p.is_on_curve() {
-        return Err(Error::NotOnCurve {
-            field: field.to_string(),
-        });
-    }
-    if !p.is_in_correct_subgroup_assuming_on_curve() {
-        return Err(Error::NotInSubgroup {
-            field: field.to_string(),
-        });
-    }
-    Ok(p)
+    checked_point(x, y, field)
 }
 
 /// A G2 point from its affine coordinates, checked to be on the twist and in the r-torsion
 /// subgroup (the twist has a large cofactor, so the subgroup check matters).
 pub(crate) fn g2_from_fq2(x: Fq2, y: Fq2, field: &str) -> Result<G2Affine, Error> {
+    checked_point(x, y, field)
+}
+
+/// The point `(x, y)` of a short-Weierstrass group, all-zero as the identity, refused (naming
+/// `field`) off the curve or outside the prime-order subgroup.
+fn checked_point<P: SWCurveConfig>(
+    x: P::BaseField,
+    y: P::BaseField,
+    field: &str,
+) -> Result<Affine<P>, Error> {
     if x.is_zero() && y.is_zero() {
-        return Ok(G2Affine::identity());
+        return Ok(Affine::identity());
     }
-    let p = G2Affine::new_unchecked(x, y);
+    let p = Affine::<P>::new_unchecked(x, y);
     if !p.is_on_curve() {
         return Err(Error::NotOnCurve {
             field: field.to_string(),

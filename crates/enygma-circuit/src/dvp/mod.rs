@@ -26,6 +26,16 @@
 //! value is the sum of its deposits' values, a repeated deposit would count twice. Empty slots
 //! carry the hash 0 and may repeat.
 
+/// Enters the constraint namespace of a [`Rule`] until the end of the enclosing block: with a
+/// `ConstraintLayer` installed, `cs.which_is_unsatisfied()` names the rule an unsatisfied
+/// constraint belongs to. A rule's constraints may come in several blocks (a key is derived
+/// before the index is allocated): the allocation order is the keys', so it stays.
+macro_rules! rule {
+    ($cs:expr, $rule:expr) => {
+        let _namespace = ark_relations::ns!($cs, $rule.name());
+    };
+}
+
 pub mod constraints;
 pub mod join_split;
 pub mod ownership;
@@ -100,7 +110,8 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub fn name(self) -> &'static str {
+    /// How messages and the circuits' constraint namespaces name the rule.
+    pub const fn name(self) -> &'static str {
         match self {
             Rule::AmountRange => "amount below 10^36",
             Rule::LeafIndex => "leaf index below 256",
@@ -166,6 +177,31 @@ pub fn repeated_note(hashes: &[Fr]) -> Option<(usize, usize)> {
     (0..hashes.len())
         .flat_map(|j| (0..j).map(move |i| (i, j)))
         .find(|&(i, j)| hashes[i] == hashes[j] && !hashes[i].is_zero())
+}
+
+/// Asserts that `circuit`, given a forged witness that breaks `rule`, is refused: its first
+/// unsatisfied constraint lies in the namespace of `caught_by`, or one of its hints cannot even
+/// be computed. `caught_by` is `rule` itself but for the ranges (an amount below 10^36, a leaf
+/// index below 256): the circuit enforces those by allocating the value as its bits, so they
+/// have no constraint of their own to fail. An out-of-range value has no such bits; they read as
+/// another value, and the first constraint that binds the value fails instead (the nullifier
+/// for an index, the note commitment for an amount).
+#[cfg(test)]
+pub(crate) fn assert_refused_in(
+    circuit: impl ark_relations::gr1cs::ConstraintSynthesizer<Fr>,
+    rule: Rule,
+    caught_by: Rule,
+) {
+    match crate::first_unsatisfied(circuit) {
+        Ok(Some(trace)) => assert!(
+            trace
+                .lines()
+                .any(|l| l.trim_end().ends_with(&format!("::{}", caught_by.name()))),
+            "{rule}: the first unsatisfied constraint is at\n{trace}"
+        ),
+        Ok(None) => panic!("the circuit accepts a broken {rule}"),
+        Err(_) => {}
+    }
 }
 
 #[cfg(test)]

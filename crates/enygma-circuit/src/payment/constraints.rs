@@ -984,27 +984,10 @@ mod tests {
         }
     }
 
-    /// Synthesizes `inputs` with a [`ConstraintLayer`] installed that records this crate's
-    /// namespaces only (arkworks' own gadget spans format their operands: synthesis would take
-    /// minutes), and returns the trace of the first unsatisfied constraint.
-    ///
-    /// [`ConstraintLayer`]: ark_relations::gr1cs::ConstraintLayer
+    /// The trace of the first unsatisfied constraint of `inputs`' circuit.
     fn first_unsatisfied(inputs: &PaymentInputs) -> Option<String> {
-        use ark_relations::gr1cs::{ConstraintLayer, TracingMode};
-        use tracing_subscriber::{filter::filter_fn, layer::SubscriberExt};
-        let subscriber = tracing_subscriber::registry()
-            .with(ConstraintLayer::new(TracingMode::OnlyConstraints))
-            .with(filter_fn(|m| {
-                m.module_path()
-                    .is_some_and(|p| p.starts_with("enygma_circuit"))
-            }));
-        tracing::subscriber::with_default(subscriber, || {
-            let cs = ConstraintSystem::<Fr>::new_ref();
-            PaymentCircuit::for_proving(inputs.clone())
-                .generate_constraints(cs.clone())
-                .expect("the hints of these forgeries can be computed");
-            cs.which_is_unsatisfied().unwrap()
-        })
+        crate::first_unsatisfied(PaymentCircuit::for_proving(inputs.clone()))
+            .expect("the hints of these forgeries can be computed")
     }
 
     /// A forged witness that breaks one check: the native checks report that check, and the

@@ -21,7 +21,7 @@ use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, Synthesis
 use super::{InputSlot, JoinSplitInputs, Token, TokenKind, INPUT_SLOTS, OUTPUTS};
 use crate::{
     amount::constraints as amount,
-    dvp::{constraints as notes, dummy_nullifier},
+    dvp::{constraints as notes, dummy_nullifier, Rule},
     keys::constraints as keys,
     merkle::{constraints as merkle, DEPTH},
     Fr,
@@ -136,7 +136,191 @@ pub(crate) fn enforce_zero_when_zero(
     a.mul_equals(&w, b)
 }
 
+/// The statement's public inputs and private token, and where the private values come from.
+struct JoinSplitVars<'a> {
+    cs: ConstraintSystemRef<Fr>,
+    inputs: Option<&'a JoinSplitInputs>,
+    merkle_roots: Vec<FpVar<Fr>>,
+    nullifiers: Vec<FpVar<Fr>>,
+    commitments_out: Vec<FpVar<Fr>>,
+    revert_commitment: FpVar<Fr>,
+    token: TokenVar,
+}
+
+/// What the later rules need of one input slot.
+struct SlotVars {
+    owner_key: FpVar<Fr>,
+    amount: FpVar<Fr>,
+    /// `n − D`: zero exactly when the slot publishes the dummy nullifier.
+    not_dummy: FpVar<Fr>,
+}
+
+impl<'a> JoinSplitVars<'a> {
+    /// The public inputs in the reference's order, then the token. `nft_commitment` and the
+    /// tree numbers are bound by the proof's input rows but enter no constraint: the reference
+    /// defines none.
+    fn alloc(
+        cs: ConstraintSystemRef<Fr>,
+        kind: TokenKind,
+        inputs: Option<&'a JoinSplitInputs>,
+    ) -> Result<Self, SynthesisError> {
+        let value = |f: &dyn Fn(&JoinSplitInputs) -> Fr| {
+            inputs.map(f).ok_or(SynthesisError::AssignmentMissing)
+        };
+        let public = |f: &dyn Fn(&JoinSplitInputs) -> Fr| FpVar::new_input(cs.clone(), || value(f));
+        let public_slots =
+            |f: &dyn Fn(&InputSlot) -> Fr| -> Result<Vec<FpVar<Fr>>, SynthesisError> {
+                (0..INPUT_SLOTS)
+                    .map(|i| public(&|t| f(&t.inputs[i])))
+                    .collect()
+            };
+        let _nft_commitment = public(&|t| t.nft_commitment)?;
+        let merkle_roots = public_slots(&|s| s.merkle_root)?;
+        let nullifiers = public_slots(&|s| s.nullifier)?;
+        let _tree_numbers = public_slots(&|s| s.tree_number)?;
+        let commitments_out = (0..OUTPUTS)
+            .map(|o| public(&|t| t.outputs[o].commitment))
+            .collect::<Result<Vec<_>, _>>()?;
+        let revert_commitment = public(&|t| t.revert_commitment)?;
+        let token = TokenVar::new_witness(cs.clone(), kind, inputs.map(|t| &*t.token))?;
+        Ok(Self {
+            cs,
+            inputs,
+            merkle_roots,
+            nullifiers,
+            commitments_out,
+            revert_commitment,
+            token,
+        })
+    }
+
+    fn value(&self, f: &dyn Fn(&JoinSplitInputs) -> Fr) -> Result<Fr, SynthesisError> {
+        self.inputs.map(f).ok_or(SynthesisError::AssignmentMissing)
+    }
+
+    fn private(&self, f: &dyn Fn(&JoinSplitInputs) -> Fr) -> Result<FpVar<Fr>, SynthesisError> {
+        FpVar::new_witness(self.cs.clone(), || self.value(f))
+    }
+
+    /// Rules 1–4 for input slot `i` (rule 4 for slot 0 is [`Self::enforce_revert_owner`]).
+    fn input_slot(
+        &self,
+        i: usize,
+        forged_key: Option<ForgedKey>,
+    ) -> Result<SlotVars, SynthesisError> {
+        let cs = &self.cs;
+        let slot = |f: &dyn Fn(&InputSlot) -> Fr| self.private(&|t| f(&t.inputs[i]));
+        let secret_key = slot(&|s| *s.secret_key)?;
+        let owner_key = {
+            rule!(cs, Rule::NoteInTree);
+            match forged_key.filter(|f| f.slot == i) {
+                Some(f) => {
+                    keys::public_key_with_hint(&secret_key, |_| Ok((f.quotient, f.remainder)))?
+                }
+                None => keys::public_key(&secret_key)?,
+            }
+        };
+        let index_bits = {
+            rule!(cs, Rule::LeafIndex);
+            merkle::alloc_index(cs.clone(), || self.value(&|t| t.inputs[i].path.index))?
+        };
+        {
+            rule!(cs, Rule::Nullifier);
+            let index = Boolean::le_bits_to_fp(&index_bits)?;
+            notes::nullifier(&secret_key, &index)?.enforce_equal(&self.nullifiers[i])?;
+        }
+        let amount = {
+            rule!(cs, Rule::AmountRange);
+            amount::alloc(cs.clone(), || self.value(&|t| *t.inputs[i].value))?
+        };
+        // Unless the slot is the dummy, its note is in the tree: (root − merkle_root)·(n − D) = 0.
+        let not_dummy = {
+            rule!(cs, Rule::NoteInTree);
+            let salt = slot(&|s| *s.salt)?;
+            let note = self.token.note_commitment(&owner_key, &salt, &amount)?;
+            let siblings = (0..DEPTH)
+                .map(|level| slot(&|s| s.path.siblings[level]))
+                .collect::<Result<Vec<_>, _>>()?;
+            let root = merkle::root(&note, &index_bits, &siblings)?;
+            let not_dummy = &self.nullifiers[i] - FpVar::Constant(dummy_nullifier());
+            (root - &self.merkle_roots[i]).mul_equals(&not_dummy, &FpVar::zero())?;
+            not_dummy
+        };
+        if i > 0 {
+            rule!(cs, Rule::DummySlot);
+            enforce_zero_when_zero(cs.clone(), &not_dummy, &amount)?;
+        }
+        Ok(SlotVars {
+            owner_key,
+            amount,
+            not_dummy,
+        })
+    }
+
+    /// Rule 5. Distinct nullifiers but for D: (n_i − n_j)·w = n_i − D.
+    fn enforce_distinct_nullifiers(&self, slots: &[SlotVars]) -> Result<(), SynthesisError> {
+        rule!(self.cs, Rule::DistinctNullifiers);
+        for j in 1..INPUT_SLOTS {
+            for (i, earlier) in slots[..j].iter().enumerate() {
+                enforce_zero_when_zero(
+                    self.cs.clone(),
+                    &(&self.nullifiers[i] - &self.nullifiers[j]),
+                    &earlier.not_dummy,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rule 6. A dummy slot 0 means no input at all: Σ values_in = (n_0 − D)·w. Amounts are
+    /// integers below 10^36, so a zero total has every amount zero, slot 0's included.
+    fn enforce_revert_owner(
+        &self,
+        slot0: &SlotVars,
+        total_in: &FpVar<Fr>,
+    ) -> Result<(), SynthesisError> {
+        rule!(self.cs, Rule::RevertOwner);
+        enforce_zero_when_zero(self.cs.clone(), &slot0.not_dummy, total_in)
+    }
+
+    /// Each output commitment is its recipient's note of an amount below 10^36; returns the
+    /// outputs' total.
+    fn enforce_outputs(&self) -> Result<FpVar<Fr>, SynthesisError> {
+        let mut total_out = FpVar::zero();
+        for (o, commitment) in self.commitments_out.iter().enumerate() {
+            let recipient_key = self.private(&|t| *t.outputs[o].recipient_key)?;
+            let salt = self.private(&|t| *t.outputs[o].salt)?;
+            let amount = {
+                rule!(self.cs, Rule::AmountRange);
+                amount::alloc(self.cs.clone(), || self.value(&|t| *t.outputs[o].value))?
+            };
+            {
+                rule!(self.cs, Rule::OutputCommitment);
+                self.token
+                    .note_commitment(&recipient_key, &salt, &amount)?
+                    .enforce_equal(commitment)?;
+            }
+            total_out += amount;
+        }
+        Ok(total_out)
+    }
+
+    /// The revert note: the input total back to slot 0's key.
+    fn enforce_revert_commitment(
+        &self,
+        slot0: &SlotVars,
+        total_in: &FpVar<Fr>,
+    ) -> Result<(), SynthesisError> {
+        let revert_salt = self.private(&|t| *t.revert_salt)?;
+        rule!(self.cs, Rule::RevertCommitment);
+        self.token
+            .note_commitment(&slot0.owner_key, &revert_salt, total_in)?
+            .enforce_equal(&self.revert_commitment)
+    }
+}
+
 impl ConstraintSynthesizer<Fr> for JoinSplitCircuit {
+    /// The rules of [`JoinSplitInputs::check`], each in its namespace ([`Rule::name`]).
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
         let Self {
             kind,
@@ -146,110 +330,18 @@ impl ConstraintSynthesizer<Fr> for JoinSplitCircuit {
         if inputs.as_ref().is_some_and(|t| t.kind() != kind) {
             return Err(SynthesisError::Unsatisfiable);
         }
-        let inputs = inputs.as_ref();
-        let value = |f: &dyn Fn(&JoinSplitInputs) -> Fr| -> Result<Fr, SynthesisError> {
-            inputs.map(f).ok_or(SynthesisError::AssignmentMissing)
-        };
-        let public = |f: &dyn Fn(&JoinSplitInputs) -> Fr| FpVar::new_input(cs.clone(), || value(f));
-        let private =
-            |f: &dyn Fn(&JoinSplitInputs) -> Fr| FpVar::new_witness(cs.clone(), || value(f));
-        let public_slots =
-            |f: &dyn Fn(&InputSlot) -> Fr| -> Result<Vec<FpVar<Fr>>, SynthesisError> {
-                (0..INPUT_SLOTS)
-                    .map(|i| public(&|t| f(&t.inputs[i])))
-                    .collect()
-            };
-
-        // Public inputs, in the reference's order. `nft_commitment` and the tree numbers are
-        // bound by the proof's input rows but enter no constraint: the reference defines none.
-        let _nft_commitment = public(&|t| t.nft_commitment)?;
-        let merkle_roots = public_slots(&|s| s.merkle_root)?;
-        let nullifiers = public_slots(&|s| s.nullifier)?;
-        let _tree_numbers = public_slots(&|s| s.tree_number)?;
-        let commitments_out = (0..OUTPUTS)
-            .map(|o| public(&|t| t.outputs[o].commitment))
+        let vars = JoinSplitVars::alloc(cs.clone(), kind, inputs.as_ref())?;
+        let slots = (0..INPUT_SLOTS)
+            .map(|i| vars.input_slot(i, forged_key))
             .collect::<Result<Vec<_>, _>>()?;
-        let revert_commitment = public(&|t| t.revert_commitment)?;
-
-        let token = TokenVar::new_witness(cs.clone(), kind, inputs.map(|t| &*t.token))?;
-        let dummy = FpVar::Constant(dummy_nullifier());
-
-        // Input slots: rules 1–4 (rule 4 for slot 0 is rule 6, below).
-        let mut values_in = Vec::with_capacity(INPUT_SLOTS);
-        let mut not_dummy = Vec::with_capacity(INPUT_SLOTS);
-        let mut slot0_key = None;
-        for i in 0..INPUT_SLOTS {
-            let slot = |f: &dyn Fn(&InputSlot) -> Fr| private(&|t| f(&t.inputs[i]));
-            let secret_key = slot(&|s| *s.secret_key)?;
-            let owner_key = match forged_key.filter(|f| f.slot == i) {
-                Some(f) => {
-                    keys::public_key_with_hint(&secret_key, |_| Ok((f.quotient, f.remainder)))?
-                }
-                None => keys::public_key(&secret_key)?,
-            };
-            // 2. The nullifier of this key and index; the index has 8 bits.
-            let index_bits =
-                merkle::alloc_index(cs.clone(), || value(&|t| t.inputs[i].path.index))?;
-            let index = Boolean::le_bits_to_fp(&index_bits)?;
-            notes::nullifier(&secret_key, &index)?.enforce_equal(&nullifiers[i])?;
-            // 1. The amount is below 10^36.
-            let amount = amount::alloc(cs.clone(), || value(&|t| *t.inputs[i].value))?;
-            // 3. Unless the slot is the dummy, its note is in the tree: (root − merkle_root)·(n − D) = 0.
-            let salt = slot(&|s| *s.salt)?;
-            let note = token.note_commitment(&owner_key, &salt, &amount)?;
-            let siblings = (0..DEPTH)
-                .map(|level| slot(&|s| s.path.siblings[level]))
-                .collect::<Result<Vec<_>, _>>()?;
-            let root = merkle::root(&note, &index_bits, &siblings)?;
-            let n_minus_d = &nullifiers[i] - &dummy;
-            (root - &merkle_roots[i]).mul_equals(&n_minus_d, &FpVar::zero())?;
-            // 4. The dummy carries no amount.
-            if i > 0 {
-                enforce_zero_when_zero(cs.clone(), &n_minus_d, &amount)?;
-            } else {
-                slot0_key = Some(owner_key);
-            }
-            values_in.push(amount);
-            not_dummy.push(n_minus_d);
-        }
-        let total: FpVar<Fr> = values_in.iter().sum();
-
-        // 5. Distinct nullifiers but for D: (n_i − n_j)·w = n_i − D.
-        for j in 1..INPUT_SLOTS {
-            for i in 0..j {
-                enforce_zero_when_zero(
-                    cs.clone(),
-                    &(&nullifiers[i] - &nullifiers[j]),
-                    &not_dummy[i],
-                )?;
-            }
-        }
-
-        // 6. A dummy slot 0 means no input at all: Σ values_in = (n_0 − D)·w. Amounts are
-        //    integers below 10^36, so a zero total has every amount zero, slot 0's included.
-        enforce_zero_when_zero(cs.clone(), &not_dummy[0], &total)?;
-
-        // Outputs.
-        let mut total_out = FpVar::zero();
-        for (o, commitment) in commitments_out.iter().enumerate() {
-            let recipient_key = private(&|t| *t.outputs[o].recipient_key)?;
-            let salt = private(&|t| *t.outputs[o].salt)?;
-            let amount = amount::alloc(cs.clone(), || value(&|t| *t.outputs[o].value))?;
-            token
-                .note_commitment(&recipient_key, &salt, &amount)?
-                .enforce_equal(commitment)?;
-            total_out += amount;
-        }
-
-        // The revert note: the input total back to slot 0's key.
-        let revert_salt = private(&|t| *t.revert_salt)?;
-        let slot0_key = slot0_key.expect("slot 0 was synthesized");
-        token
-            .note_commitment(&slot0_key, &revert_salt, &total)?
-            .enforce_equal(&revert_commitment)?;
-
+        let total_in: FpVar<Fr> = slots.iter().map(|s| &s.amount).sum();
+        vars.enforce_distinct_nullifiers(&slots)?;
+        vars.enforce_revert_owner(&slots[0], &total_in)?;
+        let total_out = vars.enforce_outputs()?;
+        vars.enforce_revert_commitment(&slots[0], &total_in)?;
         // Conservation: both totals are below 10^37 < r, so equal in the field means equal.
-        total.enforce_equal(&total_out)
+        rule!(cs, Rule::ValueConservation);
+        total_in.enforce_equal(&total_out)
     }
 }
 
@@ -340,13 +432,25 @@ mod tests {
         }
     }
 
-    /// Applies `edit` to valid inputs; asserts that the native check names `rule` and that the
-    /// circuit, given the edited values (the check bypassed), is unsatisfied.
+    /// Applies `edit` to valid inputs; asserts that the native check names `rule`, and that the
+    /// circuit, given the edited values (the check bypassed), is unsatisfied with its first
+    /// unsatisfied constraint in the namespace of that rule, or cannot compute its hints.
     fn refused(good: &JoinSplitInputs, rule: Rule, edit: impl Fn(&mut JoinSplitInputs)) {
+        refused_in(good, rule, rule, edit)
+    }
+
+    /// [`refused`], with the first unsatisfied constraint in the namespace of `caught_by`
+    /// (see [`crate::dvp::assert_refused_in`]: a range is caught where its value is bound).
+    fn refused_in(
+        good: &JoinSplitInputs,
+        rule: Rule,
+        caught_by: Rule,
+        edit: impl Fn(&mut JoinSplitInputs),
+    ) {
         let mut t = good.clone();
         edit(&mut t);
         assert_eq!(t.check().map_err(|e| e.rule), Err(rule));
-        assert!(!proves(&t), "the circuit accepts a broken {rule}");
+        crate::dvp::assert_refused_in(JoinSplitCircuit::for_proving(t), rule, caught_by);
     }
 
     use crate::dvp::Rule;
@@ -455,7 +559,7 @@ mod tests {
                 t.derive_public_values();
             });
             // A wrapped sum: outputs T + 5 and −5 add up to T in the field.
-            refused(&good, Rule::AmountRange, |t| {
+            refused_in(&good, Rule::AmountRange, Rule::OutputCommitment, |t| {
                 *t.outputs[0].value = t.input_total() + Fr::from(5u64);
                 *t.outputs[1].value = -Fr::from(5u64);
                 t.derive_public_values();
@@ -492,7 +596,7 @@ mod tests {
     #[test]
     fn an_index_of_256_or_more_is_refused() {
         let good = JoinSplitInputs::generate(TokenKind::Erc20, 1, &mut rng(17));
-        refused(&good, Rule::LeafIndex, |t| {
+        refused_in(&good, Rule::LeafIndex, Rule::Nullifier, |t| {
             t.inputs[0].path.index += Fr::from(256u64);
             t.derive_public_values();
         });

@@ -6,7 +6,7 @@ use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, Synthesis
 
 use super::OwnershipInputs;
 use crate::{
-    dvp::constraints as notes,
+    dvp::{constraints as notes, Rule},
     keys::constraints as keys,
     merkle::{constraints as merkle, DEPTH},
     Fr,
@@ -65,28 +65,44 @@ impl ConstraintSynthesizer<Fr> for OwnershipCircuit {
         let revert_commitment = public(&|t| t.revert_commitment)?;
 
         let secret_key = private(&|t| *t.secret_key)?;
-        let owner_key = match self.forged_key {
-            Some(hint) => keys::public_key_with_hint(&secret_key, |_| Ok(hint))?,
-            None => keys::public_key(&secret_key)?,
+        let owner_key = {
+            rule!(cs, Rule::NoteInTree);
+            match self.forged_key {
+                Some(hint) => keys::public_key_with_hint(&secret_key, |_| Ok(hint))?,
+                None => keys::public_key(&secret_key)?,
+            }
         };
         // 1. The nullifier of this key and index; the index has 8 bits.
-        let index_bits = merkle::alloc_index(cs.clone(), || value(&|t| t.path.index))?;
-        let index = Boolean::le_bits_to_fp(&index_bits)?;
-        notes::nullifier(&secret_key, &index)?.enforce_equal(&nullifier)?;
+        let index_bits = {
+            rule!(cs, Rule::LeafIndex);
+            merkle::alloc_index(cs.clone(), || value(&|t| t.path.index))?
+        };
+        {
+            rule!(cs, Rule::Nullifier);
+            let index = Boolean::le_bits_to_fp(&index_bits)?;
+            notes::nullifier(&secret_key, &index)?.enforce_equal(&nullifier)?;
+        }
         // 2. The note is in the tree, whatever its uid.
         let uid = private(&|t| *t.uid)?;
-        let salt_in = private(&|t| *t.salt_in)?;
-        let note = notes::erc721_commitment(&owner_key, &salt_in, &uid)?;
-        let siblings = (0..DEPTH)
-            .map(|level| private(&|t| t.path.siblings[level]))
-            .collect::<Result<Vec<_>, _>>()?;
-        merkle::root(&note, &index_bits, &siblings)?.enforce_equal(&merkle_root)?;
+        {
+            rule!(cs, Rule::NoteInTree);
+            let salt_in = private(&|t| *t.salt_in)?;
+            let note = notes::erc721_commitment(&owner_key, &salt_in, &uid)?;
+            let siblings = (0..DEPTH)
+                .map(|level| private(&|t| t.path.siblings[level]))
+                .collect::<Result<Vec<_>, _>>()?;
+            merkle::root(&note, &index_bits, &siblings)?.enforce_equal(&merkle_root)?;
+        }
         // 3. The same uid goes to the recipient.
-        let recipient_key = private(&|t| *t.recipient_key)?;
-        let salt_out = private(&|t| *t.salt_out)?;
-        notes::erc721_commitment(&recipient_key, &salt_out, &uid)?
-            .enforce_equal(&commitment_out)?;
+        {
+            rule!(cs, Rule::OutputCommitment);
+            let recipient_key = private(&|t| *t.recipient_key)?;
+            let salt_out = private(&|t| *t.salt_out)?;
+            notes::erc721_commitment(&recipient_key, &salt_out, &uid)?
+                .enforce_equal(&commitment_out)?;
+        }
         // 4. The revert note returns it to the spender.
+        rule!(cs, Rule::RevertCommitment);
         let revert_salt = private(&|t| *t.revert_salt)?;
         notes::erc721_commitment(&owner_key, &revert_salt, &uid)?.enforce_equal(&revert_commitment)
     }
@@ -132,11 +148,25 @@ mod tests {
         t.derive_public_values();
     }
 
+    /// Applies `edit` to valid inputs; asserts that the native check names `rule`, and that the
+    /// circuit, given the edited values, is unsatisfied with its first unsatisfied constraint in
+    /// the namespace of that rule, or cannot compute its hints.
     fn refused(good: &OwnershipInputs, rule: Rule, edit: impl Fn(&mut OwnershipInputs)) {
+        refused_in(good, rule, rule, edit)
+    }
+
+    /// [`refused`], with the first unsatisfied constraint in the namespace of `caught_by`
+    /// (see [`crate::dvp::assert_refused_in`]: a range is caught where its value is bound).
+    fn refused_in(
+        good: &OwnershipInputs,
+        rule: Rule,
+        caught_by: Rule,
+        edit: impl Fn(&mut OwnershipInputs),
+    ) {
         let mut t = good.clone();
         edit(&mut t);
         assert_eq!(t.check().map_err(|e| e.rule), Err(rule));
-        assert!(!proves(&t), "the circuit accepts a broken {rule}");
+        crate::dvp::assert_refused_in(OwnershipCircuit::for_proving(t), rule, caught_by);
     }
 
     #[test]
@@ -192,7 +222,7 @@ mod tests {
         refused(&good, Rule::RevertCommitment, |t| {
             t.revert_commitment += one
         });
-        refused(&good, Rule::LeafIndex, |t| {
+        refused_in(&good, Rule::LeafIndex, Rule::Nullifier, |t| {
             t.path.index += Fr::from(256u64);
             t.derive_public_values();
         });

@@ -279,6 +279,10 @@ impl Statement for JoinSplit {
         inputs.public_inputs()
     }
 
+    fn to_request(&self, inputs: &JoinSplitInputs) -> Value {
+        self.to_request_json(inputs)
+    }
+
     /// Spends `1 + spec.index mod 10` notes (so a pool covers every number of inputs) of one
     /// to three owners in real depth-8 trees; every value is random. The payment hints
     /// (`amount`, `balance`) do not apply; a sender index is refused.

@@ -156,6 +156,10 @@ impl Statement for Ownership {
         inputs.public_inputs()
     }
 
+    fn to_request(&self, inputs: &OwnershipInputs) -> Value {
+        to_request_json(inputs)
+    }
+
     /// An NFT note at a random free leaf of a real depth-8 tree, handed to a random recipient.
     /// The payment hints do not apply; a sender index is refused.
     fn generate(

@@ -93,6 +93,10 @@ impl Statement for Payment {
         inputs.public_inputs()
     }
 
+    fn to_request(&self, inputs: &PaymentInputs) -> Value {
+        request::to_request_json(inputs)
+    }
+
     /// A member pays (or, for a withdraw, receives) `amount` out of `balance`; the sender is
     /// `spec.sender`, else `spec.index mod k`.
     fn generate(
