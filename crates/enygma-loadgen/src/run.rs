@@ -115,11 +115,6 @@ fn settings(url: &str, s: &ScheduleArgs, targets: &Targets, target: &Target) -> 
 
 fn standard_notes(s: &ScheduleArgs, targets: &Targets) -> Vec<String> {
     let mut notes = vec![
-        format!(
-            "{} request(s) were sent one at a time once the server was ready and before the first \
-             phase, and are in no phase (--prime): the reference loads its keys on its first request.",
-            s.prime
-        ),
         "A request belongs to the warm-up or to the measured part by the time it was (scheduled to \
          be) sent; nothing is sent after a phase's end and every request sent is awaited, so the \
          server is idle between phases."
@@ -137,6 +132,17 @@ fn standard_notes(s: &ScheduleArgs, targets: &Targets) -> Vec<String> {
          mean over the measured part. Sampled from VmRSS."
             .to_string(),
     ];
+    if s.prime > 0 {
+        notes.insert(
+            0,
+            format!(
+                "{} request(s) were sent one at a time once the server was ready and before the \
+                 first phase, and are in no phase (--prime): the reference loads its keys on its \
+                 first request.",
+                s.prime
+            ),
+        );
+    }
     if s.open_rate.as_ref().is_some_and(|r| !r.0.is_empty()) {
         notes.push(
             "Open loop: latency is measured from each request's scheduled (Poisson) send time, not \
@@ -441,7 +447,6 @@ async fn run_phases(
     Ok((levels, soak, open, all, spans, notes))
 }
 
-/// A phase's measured requests per instance of a mix: answered 200, failed, p50 latency.
 /// Sends `n` requests one at a time and waits for each: the server's first proof of the run
 /// (lazy key loading in the reference, FFT tables in ours) then falls in no phase. A failed
 /// one is reported (the returned notes) and the run goes on: a server that sheds or times out
@@ -479,6 +484,7 @@ async fn attach_prove_log(log: &ProveLog, records: &mut [Record], epoch: Instant
     ProveLog::attach(&log.drain(), records, epoch)
 }
 
+/// A phase's measured requests per instance of a mix: answered 200, failed, p50 latency.
 fn mix_line(label: &str, targets: &Targets, records: &[Record]) -> String {
     let per: Vec<String> = targets
         .targets
