@@ -179,20 +179,57 @@ pub fn repeated_note(hashes: &[Fr]) -> Option<(usize, usize)> {
         .find(|&(i, j)| hashes[i] == hashes[j] && !hashes[i].is_zero())
 }
 
-/// Asserts that `circuit`, given a forged witness that breaks `rule`, is refused: its first
-/// unsatisfied constraint lies in the namespace of `caught_by`, or one of its hints cannot even
-/// be computed. `caught_by` is `rule` itself but for the ranges (an amount below 10^36, a leaf
-/// index below 256): the circuit enforces those by allocating the value as its bits, so they
-/// have no constraint of their own to fail. An out-of-range value has no such bits; they read as
-/// another value, and the first constraint that binds the value fails instead (the nullifier
-/// for an index, the note commitment for an amount).
+/// The inputs of a DvP statement as the forged-witness tests use them: the native rules, and
+/// the circuit that proves the inputs without running those rules.
 #[cfg(test)]
-pub(crate) fn assert_refused_in(
-    circuit: impl ark_relations::gr1cs::ConstraintSynthesizer<Fr>,
+pub(crate) trait Forgeable: Clone {
+    type Circuit: ark_relations::gr1cs::ConstraintSynthesizer<Fr>;
+    fn check(&self) -> Result<(), CheckFailure>;
+    fn circuit(self) -> Self::Circuit;
+}
+
+#[cfg(test)]
+impl Forgeable for join_split::JoinSplitInputs {
+    type Circuit = join_split::constraints::JoinSplitCircuit;
+    fn check(&self) -> Result<(), CheckFailure> {
+        join_split::JoinSplitInputs::check(self)
+    }
+    fn circuit(self) -> Self::Circuit {
+        join_split::constraints::JoinSplitCircuit::for_proving(self)
+    }
+}
+
+#[cfg(test)]
+impl Forgeable for ownership::OwnershipInputs {
+    type Circuit = ownership::constraints::OwnershipCircuit;
+    fn check(&self) -> Result<(), CheckFailure> {
+        ownership::OwnershipInputs::check(self)
+    }
+    fn circuit(self) -> Self::Circuit {
+        ownership::constraints::OwnershipCircuit::for_proving(self)
+    }
+}
+
+/// Applies `edit` to valid inputs and asserts that the native rules name `rule`, and that the
+/// circuit, given the edited values (the rules bypassed), is refused: its first unsatisfied
+/// constraint lies in the namespace of `caught_by`, or one of its hints cannot even be computed.
+///
+/// `caught_by` is `rule` itself but for the ranges (an amount below 10^36, a leaf index below
+/// 256): the circuit enforces those by allocating the value as its bits, so they have no
+/// constraint of their own to fail. An out-of-range value has no such bits; they read as another
+/// value, and the first constraint that binds the value fails instead (the nullifier for an
+/// index, the note commitment for an amount).
+#[cfg(test)]
+pub(crate) fn assert_forgery_refused<T: Forgeable>(
+    good: &T,
     rule: Rule,
     caught_by: Rule,
+    edit: impl Fn(&mut T),
 ) {
-    match crate::first_unsatisfied(circuit) {
+    let mut forged = good.clone();
+    edit(&mut forged);
+    assert_eq!(forged.check().map_err(|e| e.rule), Err(rule));
+    match crate::first_unsatisfied(forged.circuit()) {
         Ok(Some(trace)) => assert!(
             trace
                 .lines()

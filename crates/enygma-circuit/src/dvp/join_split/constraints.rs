@@ -432,25 +432,10 @@ mod tests {
         }
     }
 
-    /// Applies `edit` to valid inputs; asserts that the native check names `rule`, and that the
-    /// circuit, given the edited values (the check bypassed), is unsatisfied with its first
-    /// unsatisfied constraint in the namespace of that rule, or cannot compute its hints.
+    /// A forgery of `rule`, refused natively and in the circuit, in `rule`'s namespace
+    /// ([`crate::dvp::assert_forgery_refused`]).
     fn refused(good: &JoinSplitInputs, rule: Rule, edit: impl Fn(&mut JoinSplitInputs)) {
-        refused_in(good, rule, rule, edit)
-    }
-
-    /// [`refused`], with the first unsatisfied constraint in the namespace of `caught_by`
-    /// (see [`crate::dvp::assert_refused_in`]: a range is caught where its value is bound).
-    fn refused_in(
-        good: &JoinSplitInputs,
-        rule: Rule,
-        caught_by: Rule,
-        edit: impl Fn(&mut JoinSplitInputs),
-    ) {
-        let mut t = good.clone();
-        edit(&mut t);
-        assert_eq!(t.check().map_err(|e| e.rule), Err(rule));
-        crate::dvp::assert_refused_in(JoinSplitCircuit::for_proving(t), rule, caught_by);
+        crate::dvp::assert_forgery_refused(good, rule, rule, edit)
     }
 
     use crate::dvp::Rule;
@@ -559,11 +544,16 @@ mod tests {
                 t.derive_public_values();
             });
             // A wrapped sum: outputs T + 5 and −5 add up to T in the field.
-            refused_in(&good, Rule::AmountRange, Rule::OutputCommitment, |t| {
-                *t.outputs[0].value = t.input_total() + Fr::from(5u64);
-                *t.outputs[1].value = -Fr::from(5u64);
-                t.derive_public_values();
-            });
+            crate::dvp::assert_forgery_refused(
+                &good,
+                Rule::AmountRange,
+                Rule::OutputCommitment,
+                |t| {
+                    *t.outputs[0].value = t.input_total() + Fr::from(5u64);
+                    *t.outputs[1].value = -Fr::from(5u64);
+                    t.derive_public_values();
+                },
+            );
             // Amounts of 10^36: an output, then an input.
             let max = Fr::from(bound() - 1u32);
             refused(&good, Rule::AmountRange, |t| {
@@ -596,7 +586,7 @@ mod tests {
     #[test]
     fn an_index_of_256_or_more_is_refused() {
         let good = JoinSplitInputs::generate(TokenKind::Erc20, 1, &mut rng(17));
-        refused_in(&good, Rule::LeafIndex, Rule::Nullifier, |t| {
+        crate::dvp::assert_forgery_refused(&good, Rule::LeafIndex, Rule::Nullifier, |t| {
             t.inputs[0].path.index += Fr::from(256u64);
             t.derive_public_values();
         });

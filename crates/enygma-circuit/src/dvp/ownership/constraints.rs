@@ -148,25 +148,10 @@ mod tests {
         t.derive_public_values();
     }
 
-    /// Applies `edit` to valid inputs; asserts that the native check names `rule`, and that the
-    /// circuit, given the edited values, is unsatisfied with its first unsatisfied constraint in
-    /// the namespace of that rule, or cannot compute its hints.
+    /// A forgery of `rule`, refused natively and in the circuit, in `rule`'s namespace
+    /// ([`crate::dvp::assert_forgery_refused`]).
     fn refused(good: &OwnershipInputs, rule: Rule, edit: impl Fn(&mut OwnershipInputs)) {
-        refused_in(good, rule, rule, edit)
-    }
-
-    /// [`refused`], with the first unsatisfied constraint in the namespace of `caught_by`
-    /// (see [`crate::dvp::assert_refused_in`]: a range is caught where its value is bound).
-    fn refused_in(
-        good: &OwnershipInputs,
-        rule: Rule,
-        caught_by: Rule,
-        edit: impl Fn(&mut OwnershipInputs),
-    ) {
-        let mut t = good.clone();
-        edit(&mut t);
-        assert_eq!(t.check().map_err(|e| e.rule), Err(rule));
-        crate::dvp::assert_refused_in(OwnershipCircuit::for_proving(t), rule, caught_by);
+        crate::dvp::assert_forgery_refused(good, rule, rule, edit)
     }
 
     #[test]
@@ -222,7 +207,7 @@ mod tests {
         refused(&good, Rule::RevertCommitment, |t| {
             t.revert_commitment += one
         });
-        refused_in(&good, Rule::LeafIndex, Rule::Nullifier, |t| {
+        crate::dvp::assert_forgery_refused(&good, Rule::LeafIndex, Rule::Nullifier, |t| {
             t.path.index += Fr::from(256u64);
             t.derive_public_values();
         });
