@@ -9,11 +9,14 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// A response: status, headers, body, and the HTTP version (this client's is always 1.1; the
+/// TLS and HTTP/2 clients of `tls` answer with the same type).
 #[derive(Debug, Clone)]
 pub struct Resp {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    pub version: hyper::Version,
 }
 
 impl Resp {
@@ -140,6 +143,7 @@ pub fn parse(buf: &[u8]) -> io::Result<Resp> {
         status,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        version: hyper::Version::HTTP_11,
     })
 }
 

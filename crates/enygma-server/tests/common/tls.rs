@@ -25,6 +25,8 @@ use tokio_rustls::rustls::pki_types::{
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
+pub use super::http::Resp;
+
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Bound on every connect and request of these clients.
@@ -141,24 +143,6 @@ pub async fn connect(
     let name = ServerName::try_from("localhost")?;
     let stream = tokio::time::timeout(T, TlsConnector::from(config).connect(name, tcp)).await??;
     Ok(stream)
-}
-
-/// A response: status, headers (lower-case names), body, and the HTTP version.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-    pub version: hyper::Version,
-}
-
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
 }
 
 fn request(
