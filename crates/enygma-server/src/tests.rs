@@ -132,6 +132,31 @@ impl ProofBackend for Fake {
     }
 }
 
+/// Posts a request the fake backend proves in `ms` and asserts it was: 200, the backend's
+/// answer for `tag`, and the full Server-Timing every proving route carries.
+async fn assert_proved(a: SocketAddr, path: &str, tag: &str, ms: u64) -> http::Resp {
+    let r = post(a, path, &body(tag, ms), T).await.unwrap();
+    assert_eq!(r.status, 200, "{path}: {}", r.body);
+    assert_eq!(r.json()["tag"], tag);
+    let names: Vec<String> = server_timing(r.header("server-timing").expect("Server-Timing"))
+        .into_iter()
+        .map(|p| p.0)
+        .collect();
+    assert_eq!(names, ["queue", "witness", "prove", "total"], "{path}");
+    r
+}
+
+/// Posts a body the fake backend accepts to a verify route and asserts `{"valid": true}`.
+async fn assert_verified(a: SocketAddr, path: &str) -> http::Resp {
+    let r = post(a, path, br#"{"tag":"good"}"#, T).await.unwrap();
+    assert_eq!(
+        (r.status, r.json()),
+        (200, serde_json::json!({"valid": true})),
+        "{path}"
+    );
+    r
+}
+
 fn body(tag: &str, ms: u64) -> Vec<u8> {
     serde_json::json!({ "tag": tag, "ms": ms, "secret_key": SECRET })
         .to_string()
@@ -851,15 +876,7 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
         ("/generateProofDeposit-3", "d"),
         ("/generateProofWithdraw-4", "w"),
     ] {
-        let r = post(a, path, &body(tag, 10), T).await.unwrap();
-        assert_eq!(r.status, 200, "{path}: {}", r.body);
-        assert_eq!(r.json()["tag"], tag);
-        // Every proving route carries the full Server-Timing.
-        let names: Vec<String> = server_timing(r.header("server-timing").expect("Server-Timing"))
-            .into_iter()
-            .map(|p| p.0)
-            .collect();
-        assert_eq!(names, ["queue", "witness", "prove", "total"], "{path}");
+        let r = assert_proved(a, path, tag, 10).await;
         assert_no_secret(&r);
     }
     assert_eq!(
@@ -875,12 +892,7 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
         "/verifyProofDeposit-5",
         "/verifyProofWithdraw-6",
     ] {
-        let r = post(a, path, br#"{"tag":"good"}"#, T).await.unwrap();
-        assert_eq!(
-            (r.status, r.json()),
-            (200, serde_json::json!({"valid": true})),
-            "{path}"
-        );
+        let r = assert_verified(a, path).await;
         assert!(r.header("server-timing").is_none(), "{path}");
     }
     assert_eq!(
@@ -1131,14 +1143,7 @@ async fn dvp_routes_reach_the_backend_under_the_shared_admission() {
         ("/join-split-1155", "erc1155"),
         ("/ownership-721", "erc721"),
     ] {
-        let r = post(a, path, &body(tag, 0), T).await.unwrap();
-        assert_eq!(r.status, 200, "{path}: {}", r.body);
-        assert_eq!(r.json()["tag"], tag);
-        let names: Vec<String> = server_timing(r.header("server-timing").expect("Server-Timing"))
-            .into_iter()
-            .map(|p| p.0)
-            .collect();
-        assert_eq!(names, ["queue", "witness", "prove", "total"], "{path}");
+        assert_proved(a, path, tag, 0).await;
     }
     assert_eq!(
         s.log.kinds.lock().unwrap().clone(),
@@ -1154,12 +1159,7 @@ async fn dvp_routes_reach_the_backend_under_the_shared_admission() {
         "/verify-join-split-1155",
         "/verify-ownership-721",
     ] {
-        let r = post(a, path, br#"{"tag":"good"}"#, T).await.unwrap();
-        assert_eq!(
-            (r.status, r.json()),
-            (200, serde_json::json!({"valid": true})),
-            "{path}"
-        );
+        assert_verified(a, path).await;
     }
     assert_eq!(
         *s.log.verified.lock().unwrap(),
