@@ -267,11 +267,31 @@ fn timing(r: &Resp) -> ServerTiming {
     enygma_formats::server_timing::parse(r.header("server-timing"))
 }
 
+/// A proof response carries every phase of `Server-Timing`, in order.
+fn assert_full_server_timing(r: &Resp, what: &str) {
+    let phases = server_timing(r.header("server-timing").expect("Server-Timing"));
+    let names: Vec<&str> = phases.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(names, ["queue", "witness", "prove", "total"], "{what}");
+}
+
 fn assert_no_secret(r: &Resp, secrets: &[&str]) {
     assert_no_secret_in("a response body", &r.body, secrets);
     for (k, v) in &r.headers {
         assert_no_secret_in(&format!("response header {k}"), v, secrets);
     }
+}
+
+/// What a verify route answers for `body` (a proof response, perhaps tampered with): exactly
+/// `{"valid": true}` or `{"valid": false}` with status 200, else the test fails.
+async fn verdict(addr: SocketAddr, path: &str, body: &[u8]) -> bool {
+    let v = post(addr, path, body, PROVE_TIMEOUT).await.unwrap();
+    assert_eq!(v.status, 200, "{path}: {}", v.body);
+    let json = v.json();
+    let valid = json["valid"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("{path}: {}", v.body));
+    assert_eq!(json, serde_json::json!({ "valid": valid }), "{path}");
+    valid
 }
 
 fn with_field(
@@ -311,32 +331,17 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
         assert_eq!(proof["pi_b"].as_array().unwrap().len(), 2);
         assert_eq!(proof["pi_c"].as_array().unwrap().len(), 2);
         assert_eq!(proof["public_signal"].as_array().unwrap().len(), n_public);
-        let st = server_timing(r.header("server-timing").expect("Server-Timing"));
-        let names: Vec<&str> = st.iter().map(|p| p.0.as_str()).collect();
-        assert_eq!(names, ["queue", "witness", "prove", "total"], "k={k}");
+        assert_full_server_timing(&r, &format!("k={k}"));
         let verify_path = format!("/verifyProofTransfer-{k}");
-        let v = post(server.addr, &verify_path, r.body.as_bytes(), PROVE_TIMEOUT)
-            .await
-            .unwrap();
-        assert_eq!(
-            (v.status, v.json()),
-            (200, serde_json::json!({"valid": true})),
+        assert!(
+            verdict(server.addr, &verify_path, r.body.as_bytes()).await,
             "k={k}"
         );
         // A proof with a different public input does not verify.
         let mut forged = proof.clone();
         forged["public_signal"][0] = serde_json::json!("1");
-        let v = post(
-            server.addr,
-            &verify_path,
-            forged.to_string().as_bytes(),
-            PROVE_TIMEOUT,
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            (v.status, v.json()),
-            (200, serde_json::json!({"valid": false})),
+        assert!(
+            !verdict(server.addr, &verify_path, forged.to_string().as_bytes()).await,
             "k={k}"
         );
         responses.push(r);
@@ -742,21 +747,15 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
             n_public,
             "{name}"
         );
-        let st = server_timing(r.header("server-timing").expect("Server-Timing"));
-        let names: Vec<&str> = st.iter().map(|p| p.0.as_str()).collect();
-        assert_eq!(names, ["queue", "witness", "prove", "total"], "{name}");
+        assert_full_server_timing(&r, name);
         // It verifies on its own statement's route...
-        let v = post(
-            server.addr,
-            &format!("/verifyProof{name}-2"),
-            r.body.as_bytes(),
-            PROVE_TIMEOUT,
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            (v.status, v.json()),
-            (200, serde_json::json!({"valid": true})),
+        assert!(
+            verdict(
+                server.addr,
+                &format!("/verifyProof{name}-2"),
+                r.body.as_bytes()
+            )
+            .await,
             "{name}"
         );
         // ... not as a transfer of the same k (its public signal has a different length)...
@@ -797,17 +796,13 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
         // ... and not with a different public input.
         let mut forged = proof.clone();
         forged["public_signal"][0] = serde_json::json!("1");
-        let v = post(
-            server.addr,
-            &format!("/verifyProof{name}-2"),
-            forged.to_string().as_bytes(),
-            PROVE_TIMEOUT,
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            (v.status, v.json()),
-            (200, serde_json::json!({"valid": false})),
+        assert!(
+            !verdict(
+                server.addr,
+                &format!("/verifyProof{name}-2"),
+                forged.to_string().as_bytes()
+            )
+            .await,
             "{name}"
         );
         responses.push(r);
@@ -952,15 +947,7 @@ async fn a_replica_hosting_transfer_k6_alone() {
 
     let proof = server.prove(6, &k6).await;
     assert_eq!(proof.status, 200, "{}", proof.body);
-    let valid = post(
-        server.addr,
-        "/verifyProofTransfer-6",
-        proof.body.as_bytes(),
-        PROVE_TIMEOUT,
-    )
-    .await
-    .unwrap();
-    assert_eq!(valid.json(), serde_json::json!({"valid": true}));
+    assert!(verdict(server.addr, "/verifyProofTransfer-6", proof.body.as_bytes()).await);
 
     for (path, stem) in [
         ("/generateProofDeposit-3", "deposit-k3"),
@@ -1276,12 +1263,8 @@ async fn dvp_statements_prove_verify_and_refuse_bad_requests() {
         assert_eq!(signal.len(), n_public, "{name}");
         assert_eq!(signal, expected_public_signal(name, body), "{name}");
         let verify = format!("/verify-{name}");
-        let v = post(server.addr, &verify, r.body.as_bytes(), PROVE_TIMEOUT)
-            .await
-            .unwrap();
-        assert_eq!(
-            (v.status, v.json()),
-            (200, serde_json::json!({"valid": true})),
+        assert!(
+            verdict(server.addr, &verify, r.body.as_bytes()).await,
             "{name}"
         );
         // Not with another nftCommitment / paymentCommitment or tree number (inputs the
@@ -1289,17 +1272,8 @@ async fn dvp_statements_prove_verify_and_refuse_bad_requests() {
         for i in tamper {
             let mut forged = proof.clone();
             forged["public_signal"][i] = serde_json::json!("12345");
-            let v = post(
-                server.addr,
-                &verify,
-                forged.to_string().as_bytes(),
-                PROVE_TIMEOUT,
-            )
-            .await
-            .unwrap();
-            assert_eq!(
-                (v.status, v.json()),
-                (200, serde_json::json!({"valid": false})),
+            assert!(
+                !verdict(server.addr, &verify, forged.to_string().as_bytes()).await,
                 "{name}: public_signal[{i}] changed"
             );
         }
