@@ -108,6 +108,28 @@ pub struct PhaseRun {
     pub aborted: bool,
 }
 
+impl PhaseRun {
+    /// A phase whose last response has just arrived: its records in order of (scheduled) send
+    /// time, its times as offsets from the run's epoch.
+    fn finished(
+        ctx: &Ctx,
+        [start, measure_from, end]: [Instant; 3],
+        mut records: Vec<Record>,
+        max_outstanding_seen: usize,
+    ) -> PhaseRun {
+        records.sort_by_key(|r| r.scheduled);
+        PhaseRun {
+            start: start - ctx.epoch,
+            measure_from: measure_from - ctx.epoch,
+            end: end - ctx.epoch,
+            drained: Instant::now() - ctx.epoch,
+            records,
+            max_outstanding_seen,
+            aborted: ctx.abort.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// Sends the next request of the run; returns its target's index and the reply.
 async fn send_one(ctx: &Ctx) -> (usize, Reply) {
     let (target, uri, body) = ctx.targets.next();
@@ -189,16 +211,7 @@ pub async fn run_closed(
     while let Some(r) = set.join_next().await {
         records.extend(r.expect("worker panicked"));
     }
-    records.sort_by_key(|r| r.scheduled);
-    PhaseRun {
-        start: start - ctx.epoch,
-        measure_from: measure_from - ctx.epoch,
-        end: end - ctx.epoch,
-        drained: Instant::now() - ctx.epoch,
-        records,
-        max_outstanding_seen: concurrency,
-        aborted: ctx.abort.load(Ordering::Relaxed),
-    }
+    PhaseRun::finished(ctx, [start, measure_from, end], records, concurrency)
 }
 
 /// Open loop: Poisson arrivals at `rate_rps` for `warmup + duration`.
@@ -255,15 +268,6 @@ pub async fn run_open(
     while let Some(r) = set.join_next().await {
         r.expect("request task panicked");
     }
-    let mut records = std::mem::take(&mut *records.lock().unwrap());
-    records.sort_by_key(|r| r.scheduled);
-    PhaseRun {
-        start: start - ctx.epoch,
-        measure_from: measure_from - ctx.epoch,
-        end: end - ctx.epoch,
-        drained: Instant::now() - ctx.epoch,
-        records,
-        max_outstanding_seen: max_seen,
-        aborted: ctx.abort.load(Ordering::Relaxed),
-    }
+    let records = std::mem::take(&mut *records.lock().unwrap());
+    PhaseRun::finished(ctx, [start, measure_from, end], records, max_seen)
 }
