@@ -132,6 +132,13 @@ impl ProofBackend for Fake {
     }
 }
 
+/// A k=2 transfer the fake backend proves in `ms`, sent in the background (to hold a proving
+/// slot or a queue place while the test sends others).
+fn spawn_transfer(addr: SocketAddr, tag: &str, ms: u64) -> JoinHandle<http::Resp> {
+    let b = body(tag, ms);
+    tokio::spawn(async move { post(addr, "/generateProofTransfer-2", &b, T).await.unwrap() })
+}
+
 /// Posts a request the fake backend proves in `ms` and asserts it was: 200, the backend's
 /// answer for `tag`, and the full Server-Timing every proving route carries.
 async fn assert_proved(a: SocketAddr, path: &str, tag: &str, ms: u64) -> http::Resp {
@@ -651,11 +658,7 @@ async fn burst_of_eight_admits_three_and_sheds_five_at_once() {
 async fn queue_timeout_answers_504_and_never_proves() {
     let s = start(cfg(Some(1), 4, 200)).await;
     let addr = s.addr;
-    let first = tokio::spawn(async move {
-        post(addr, "/generateProofTransfer-2", &body("long", 1_000), T)
-            .await
-            .unwrap()
-    });
+    let first = spawn_transfer(addr, "long", 1_000);
     tokio::time::sleep(Duration::from_millis(50)).await;
     let t0 = Instant::now();
     let late = s.prove(&body("late", 0)).await;
@@ -686,11 +689,7 @@ async fn queue_timeout_answers_504_and_never_proves() {
 async fn a_queued_request_whose_client_left_is_never_proved() {
     let s = start(cfg(Some(1), 4, 10_000)).await;
     let addr = s.addr;
-    let first = tokio::spawn(async move {
-        post(addr, "/generateProofTransfer-2", &body("first", 600), T)
-            .await
-            .unwrap()
-    });
+    let first = spawn_transfer(addr, "first", 600);
     tokio::time::sleep(Duration::from_millis(50)).await;
     let stream = http::send(
         addr,
@@ -831,11 +830,7 @@ async fn verify_has_its_own_limit_and_skips_the_proving_queue() {
     // One proving slot and no queue: while it is busy every proving request is shed.
     let s = start(cfg(Some(1), 0, 10_000)).await;
     let addr = s.addr;
-    let busy = tokio::spawn(async move {
-        post(addr, "/generateProofTransfer-2", &body("busy", 600), T)
-            .await
-            .unwrap()
-    });
+    let busy = spawn_transfer(addr, "busy", 600);
     s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     assert_eq!(s.prove(&body("shed", 0)).await.status, 503);
     let t0 = Instant::now();
@@ -971,11 +966,7 @@ async fn all_statements_share_one_proving_cap_and_queue() {
     // One slot and one queue place for the three statements together.
     let s = start(cfg(Some(1), 1, 10_000)).await;
     let addr = s.addr;
-    let running = tokio::spawn(async move {
-        post(addr, "/generateProofTransfer-2", &body("t-run", 500), T)
-            .await
-            .unwrap()
-    });
+    let running = spawn_transfer(addr, "t-run", 500);
     s.wait_metric("enygma_proofs_in_flight", 1.0).await;
     let queued = tokio::spawn(async move {
         post(addr, "/generateProofWithdraw-2", &body("w-queued", 0), T)
