@@ -153,6 +153,14 @@ async fn assert_proved(a: SocketAddr, path: &str, tag: &str, ms: u64) -> http::R
     r
 }
 
+/// Posts a request to `path` and asserts the refusal: `status` and exactly `message` as the
+/// `{"error": ...}`.
+async fn assert_refused(a: SocketAddr, path: &str, status: u16, message: &str) -> http::Resp {
+    let r = post(a, path, &body("x", 0), T).await.unwrap();
+    assert_eq!((r.status, r.error().as_str()), (status, message), "{path}");
+    r
+}
+
 /// Posts a body the fake backend accepts to a verify route and asserts `{"valid": true}`.
 async fn assert_verified(a: SocketAddr, path: &str) -> http::Resp {
     let r = post(a, path, br#"{"tag":"good"}"#, T).await.unwrap();
@@ -430,27 +438,27 @@ async fn a_failed_key_load_stops_the_service() {
 async fn status_codes_and_no_secret_anywhere() {
     let s = start(cfg(Some(1), 4, 5_000)).await;
     let a = s.addr;
-    let bad_k = post(a, "/generateProofTransfer-7", &body("x", 0), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        (bad_k.status, bad_k.error().as_str()),
-        (400, "k value not supported: must be between 2 and 6")
-    );
-    let neg_k = post(a, "/generateProofTransfer--1", &body("x", 0), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        (neg_k.status, neg_k.error().as_str()),
-        (400, "k value not supported: must be between 2 and 6")
-    );
-    let nan_k = post(a, "/generateProofTransfer-abc", &body("x", 0), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        (nan_k.status, nan_k.error().as_str()),
-        (400, "Invalid k parameter: must be a number")
-    );
+    let bad_k = assert_refused(
+        a,
+        "/generateProofTransfer-7",
+        400,
+        "k value not supported: must be between 2 and 6",
+    )
+    .await;
+    let neg_k = assert_refused(
+        a,
+        "/generateProofTransfer--1",
+        400,
+        "k value not supported: must be between 2 and 6",
+    )
+    .await;
+    let nan_k = assert_refused(
+        a,
+        "/generateProofTransfer-abc",
+        400,
+        "Invalid k parameter: must be a number",
+    )
+    .await;
     let six = post(a, "/generateProofTransfer-6", &body("six", 0), T)
         .await
         .unwrap();
@@ -896,20 +904,20 @@ async fn deposit_and_withdraw_routes_reach_the_backend_with_their_statement() {
     );
 
     // The reference's k messages and the statuses hold on the new routes too.
-    let bad_k = post(a, "/generateProofDeposit-7", &body("x", 0), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        (bad_k.status, bad_k.error().as_str()),
-        (400, "k value not supported: must be between 2 and 6")
-    );
-    let nan_k = post(a, "/verifyProofWithdraw-x", &body("x", 0), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        (nan_k.status, nan_k.error().as_str()),
-        (400, "Invalid k parameter: must be a number")
-    );
+    assert_refused(
+        a,
+        "/generateProofDeposit-7",
+        400,
+        "k value not supported: must be between 2 and 6",
+    )
+    .await;
+    assert_refused(
+        a,
+        "/verifyProofWithdraw-x",
+        400,
+        "Invalid k parameter: must be a number",
+    )
+    .await;
     let check = post(
         a,
         "/generateProofWithdraw-2",
@@ -1086,13 +1094,13 @@ async fn a_server_hosting_one_instance_answers_its_routes_and_404s_the_others() 
         }
     }
     // A bad k is still the reference's 400, on any statement's route.
-    let bad_k = post(a, "/generateProofDeposit-7", &body("x", 0), T)
-        .await
-        .unwrap();
-    assert_eq!(
-        (bad_k.status, bad_k.error().as_str()),
-        (400, "k value not supported: must be between 2 and 6")
-    );
+    assert_refused(
+        a,
+        "/generateProofDeposit-7",
+        400,
+        "k value not supported: must be between 2 and 6",
+    )
+    .await;
     // The refused requests never reached the backend.
     assert_eq!(s.log.prepared.load(Ordering::SeqCst), prepared);
     assert_eq!(s.log.verified.lock().unwrap().as_slice(), ["transfer-k6"]);
