@@ -108,6 +108,12 @@ pub struct PhaseRun {
     pub aborted: bool,
 }
 
+/// A phase starting now: its start, the end of its warm-up, and its end.
+fn phase_times(warmup: Duration, duration: Duration) -> [Instant; 3] {
+    let start = Instant::now();
+    [start, start + warmup, start + warmup + duration]
+}
+
 impl PhaseRun {
     /// A phase whose last response has just arrived: its records in order of (scheduled) send
     /// time, its times as offsets from the run's epoch.
@@ -181,9 +187,7 @@ pub async fn run_closed(
     warmup: Duration,
     duration: Duration,
 ) -> PhaseRun {
-    let start = Instant::now();
-    let measure_from = start + warmup;
-    let end = measure_from + duration;
+    let [start, measure_from, end] = phase_times(warmup, duration);
     let mut set = JoinSet::new();
     for worker in 0..concurrency {
         let ctx = ctx.clone();
@@ -222,9 +226,7 @@ pub async fn run_open(
     warmup: Duration,
     duration: Duration,
 ) -> PhaseRun {
-    let start = Instant::now();
-    let measure_from = start + warmup;
-    let end = measure_from + duration;
+    let [start, measure_from, end] = phase_times(warmup, duration);
     let arrivals = poisson_schedule(rate_rps, warmup + duration, ctx.seed ^ (phase as u64) << 32);
     let records = Arc::new(Mutex::new(Vec::with_capacity(arrivals.len())));
     let outstanding = Arc::new(AtomicU64::new(0));

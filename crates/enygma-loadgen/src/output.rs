@@ -319,12 +319,7 @@ pub(crate) mod tests {
     pub(crate) fn sample_report() -> Report {
         let run = crate::report::tests::sample_run();
         let epoch = Instant::now();
-        let rss: Vec<RssSample> = (0..=35)
-            .map(|i| RssSample {
-                at: epoch + Duration::from_millis(100 * i),
-                kb: 1024 * (100 + i),
-            })
-            .collect();
+        let rss = crate::report::tests::sample_rss(epoch);
         let v = PhaseView::new(&run, &rss, epoch);
         Report {
             schema_version: SCHEMA_VERSION,

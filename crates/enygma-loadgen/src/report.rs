@@ -512,16 +512,21 @@ pub(crate) mod tests {
         }
     }
 
-    #[test]
-    fn level_from_records() {
-        let run = sample_run();
-        let epoch = Instant::now();
-        let rss: Vec<RssSample> = (0..=35)
+    /// RSS every 100 ms over [`sample_run`]'s 3.5 s, growing by 1 MB a sample from 100 MB.
+    pub(crate) fn sample_rss(epoch: Instant) -> Vec<RssSample> {
+        (0..=35)
             .map(|i| RssSample {
                 at: epoch + Duration::from_millis(100 * i),
                 kb: 1024 * (100 + i),
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn level_from_records() {
+        let run = sample_run();
+        let epoch = Instant::now();
+        let rss = sample_rss(epoch);
         let v = PhaseView::new(&run, &rss, epoch);
         let l = v.level(1, Some(4.0));
         assert_eq!((l.sent, l.completed), (4, 3));
