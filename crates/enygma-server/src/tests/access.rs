@@ -23,15 +23,29 @@ const H1_ONLY: &[&[u8]] = &[b"http/1.1"];
 const H2_ONLY: &[&[u8]] = &[b"h2"];
 
 async fn start_tls(cfg: AdmissionConfig, tls: Arc<Tls>) -> TestServer {
+    start_on(
+        cfg,
+        Transport {
+            tls: Some(tls),
+            limits: Limits::default(),
+        },
+    )
+    .await
+}
+
+/// A server over plain TCP with these connection limits.
+async fn start_limited(cfg: AdmissionConfig, limits: Limits) -> TestServer {
+    start_on(cfg, Transport { tls: None, limits }).await
+}
+
+/// A server on `transport`, without tokens, its keys loaded at once.
+async fn start_on(cfg: AdmissionConfig, transport: Transport) -> TestServer {
     start_full(
         cfg,
         Duration::ZERO,
         Duration::from_secs(10),
         false,
-        Transport {
-            tls: Some(tls),
-            limits: Limits::default(),
-        },
+        transport,
         Arc::new(Auth::default()),
     )
     .await
@@ -440,15 +454,7 @@ async fn slow_and_idle_clients_are_cut_off_and_take_no_queue_place() {
         body_read_timeout: timeout,
         ..Limits::default()
     };
-    let s = start_full(
-        cfg(Some(1), 4, 10_000),
-        Duration::ZERO,
-        Duration::from_secs(10),
-        false,
-        Transport { tls: None, limits },
-        Arc::new(Auth::default()),
-    )
-    .await;
+    let s = start_limited(cfg(Some(1), 4, 10_000), limits).await;
     let a = s.addr;
     // The slot is busy: a slow client that took a queue place would show in the queue depth.
     let busy = tokio::spawn(async move {
@@ -559,15 +565,7 @@ async fn the_connection_cap_holds_new_clients_until_one_closes() {
         max_connections: 2,
         ..Limits::default()
     };
-    let s = start_full(
-        cfg(Some(1), 4, 5_000),
-        Duration::ZERO,
-        Duration::from_secs(10),
-        false,
-        Transport { tls: None, limits },
-        Arc::new(Auth::default()),
-    )
-    .await;
+    let s = start_limited(cfg(Some(1), 4, 5_000), limits).await;
     let first = TcpStream::connect(s.addr).await.unwrap();
     // The other slot answers this scrape: the idle connection and the scrape's own are open.
     assert_eq!(
