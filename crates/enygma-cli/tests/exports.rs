@@ -44,6 +44,13 @@ fn enygma_ok(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
+/// Runs `enygma` expecting it to fail; returns what it said on stderr.
+fn enygma_err(args: &[&str]) -> String {
+    let out = enygma(args);
+    assert!(!out.status.success(), "enygma {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// (file in keys/, --format) of every committed export of an instance.
 fn committed_exports(instance: Instance) -> [(String, &'static str); 2] {
     [
@@ -153,29 +160,14 @@ fn export_vk_formats_and_errors() {
     std::fs::remove_file(&tmp).unwrap();
     assert!(sol.contains("contract MyVerifier {"));
 
-    let err = enygma(&[
-        "export-vk",
-        "--k",
-        "7",
-        "--format",
-        "snarkjs",
-        "--keys-dir",
-        dir_arg,
-    ]);
-    assert!(!err.status.success());
-    assert!(String::from_utf8_lossy(&err.stderr).contains("k value not supported"));
-    let err = enygma(&[
-        "export-vk",
-        "--k",
-        "2",
-        "--format",
-        "snarkjs",
-        "--keys-dir",
-        "/nonexistent",
-    ]);
-    assert!(!err.status.success());
-    assert!(String::from_utf8_lossy(&err.stderr).contains("enygma setup"));
-    let err = enygma(&[
+    // Refused: a k out of range, a keys directory without keys, a contract name Solidity
+    // cannot take.
+    let snarkjs = ["export-vk", "--format", "snarkjs", "--k"];
+    let err = enygma_err(&[&snarkjs[..], &["7", "--keys-dir", dir_arg]].concat());
+    assert!(err.contains("k value not supported"), "{err}");
+    let err = enygma_err(&[&snarkjs[..], &["2", "--keys-dir", "/nonexistent"]].concat());
+    assert!(err.contains("enygma setup"), "{err}");
+    enygma_err(&[
         "export-vk",
         "--k",
         "2",
@@ -186,7 +178,6 @@ fn export_vk_formats_and_errors() {
         "--keys-dir",
         dir_arg,
     ]);
-    assert!(!err.status.success());
 }
 
 /// One real proof (k = 2) through `verifier-fixtures`, then `export-proof` and `verify` on it.
