@@ -4,7 +4,8 @@
 //!
 //! `cargo run --release -p enygma-prover --features bench --example proof_phases -- [proofs per
 //! setting] [threads] [arkworks|enygma-g1|enygma]`; the last two restrict the run to one setting
-//! (for `perf record`).
+//! (for `perf record`). With `TABLES=1` the enygma backend is also timed with precomputed
+//! MSM tables.
 //! Times are medians over the proofs. Keys come from a seeded setup of the current circuit, so
 //! the run does not depend on the key files matching it.
 
@@ -15,7 +16,8 @@ use ark_snark::SNARK;
 use ark_std::{UniformRand, Zero};
 use enygma_circuit::Fr;
 use enygma_prover::groth16::{
-    create_proof, full_assignment, r1cs, sample_transfer, MsmBackend, PhaseTimings, R1cs,
+    create_proof, full_assignment, r1cs, sample_transfer, MsmBackend, PhaseTimings,
+    PrecomputedQueries, R1cs, SparseProvingKey,
 };
 use enygma_prover::qap::Groth16;
 use rand::SeedableRng;
@@ -39,19 +41,34 @@ fn main() {
         "enygma" => MsmBackend::Enygma,
         other => panic!("unknown backend {other}"),
     });
+    // `TABLES=1`: also prove with the precomputed MSM tables (`enygma-server --precompute`).
+    let with_tables = std::env::var_os("TABLES").is_some_and(|v| v == "1");
     let k = 6;
     let (setup, proving) = sample_transfer(k, &mut ChaCha20Rng::seed_from_u64(4));
     let mut rng = ChaCha20Rng::seed_from_u64(5);
     let started = Instant::now();
     let (pk, vk) = Groth16::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
     eprintln!("setup {:.1} s", started.elapsed().as_secs_f64());
+    let shape = r1cs(setup).unwrap();
     let R1cs {
         matrices,
         num_instance_variables: instance,
         num_constraints: constraints,
         ..
-    } = r1cs(setup).unwrap();
+    } = &shape;
+    let (instance, constraints) = (*instance, *constraints);
     let assignment = full_assignment(proving).unwrap();
+    let key = SparseProvingKey::new(pk.clone()).unwrap();
+    let tables = with_tables.then(|| {
+        let started = Instant::now();
+        let tables = PrecomputedQueries::new(&key);
+        eprintln!(
+            "tables {:.1} MiB in {:.1} s",
+            tables.memory_bytes() as f64 / (1 << 20) as f64,
+            started.elapsed().as_secs_f64()
+        );
+        tables
+    });
 
     let zeros = assignment.iter().filter(|x| x.is_zero()).count();
     let ones = assignment.iter().filter(|x| **x == Fr::from(1u64)).count();
@@ -94,7 +111,7 @@ fn main() {
                     &pk,
                     r,
                     s,
-                    &matrices,
+                    matrices,
                     instance,
                     constraints,
                     &assignment,
@@ -110,37 +127,33 @@ fn main() {
                 median(ark)
             );
         }
-        for backend in [
-            MsmBackend::Arkworks,
-            MsmBackend::EnygmaG1,
-            MsmBackend::Enygma,
-        ]
-        .into_iter()
-        .filter(|b| only_backend.is_none_or(|o| o == *b))
+        let with_tables = tables.as_ref().map(|t| (MsmBackend::Enygma, Some(t)));
+        let settings = [
+            (MsmBackend::Arkworks, None),
+            (MsmBackend::EnygmaG1, None),
+            (MsmBackend::Enygma, None),
+        ];
+        for (backend, tables) in settings
+            .into_iter()
+            .chain(with_tables)
+            .filter(|(b, _)| only_backend.is_none_or(|o| o == *b))
         {
             let mut all: Vec<PhaseTimings> = Vec::new();
             for _ in 0..proofs {
                 let (r, s) = (Fr::rand(&mut rng), Fr::rand(&mut rng));
                 let (proof, t) = pool
-                    .install(|| {
-                        create_proof(
-                            &pk,
-                            r,
-                            s,
-                            &matrices,
-                            instance,
-                            constraints,
-                            &assignment,
-                            backend,
-                        )
-                    })
+                    .install(|| create_proof(&key, tables, &shape, &assignment, r, s, backend))
                     .unwrap();
                 assert!(Groth16::verify(&vk, public, &proof).unwrap());
                 all.push(t);
             }
+            let backend = match tables {
+                Some(_) => format!("{backend:?} + tables"),
+                None => format!("{backend:?}"),
+            };
             let m = |f: fn(&PhaseTimings) -> Duration| median(all.iter().map(f).collect());
             println!(
-                "| {threads} | groth16.rs, {backend:?} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+                "| {threads} | groth16.rs, {backend} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
                 m(|t| t.witness_map),
                 m(|t| t.to_bigint),
                 m(|t| t.msm_a),

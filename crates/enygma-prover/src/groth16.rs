@@ -8,10 +8,11 @@
 //! - `B = β + Σ aᵢ·b_queryᵢ + s·δ` (G2, and in G1 for C),
 //! - `C = Σ wᵢ·l_queryᵢ + Σ hᵢ·h_queryᵢ + s·A + r·B₁ − r·s·δ`.
 //!
-//! Three things differ from ark-groth16: the witness map's transforms skip the bit-reversal
+//! Four things differ from ark-groth16: the witness map's transforms skip the bit-reversal
 //! passes ([`crate::fft`]); the five MSMs (four in G1, one in G2) can use [`enygma_msm`]
-//! (batch-affine, signed digits); and they run concurrently when the rayon pool has more than
-//! one thread, where ark-groth16 runs them one after another.
+//! (batch-affine, signed digits); they run concurrently when the rayon pool has more than
+//! one thread, where ark-groth16 runs them one after another; and B's MSMs run over the
+//! variables B has only ([`SparseProvingKey`]), not over identity points.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ use ark_bn254::{g1, g2, Bn254, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::VariableBaseMSM;
 use ark_ec::{AffineRepr, CurveGroup};
 use ark_ff::PrimeField;
-use ark_groth16::{Proof, ProvingKey};
+use ark_groth16::Proof;
 use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError,
     SynthesisMode, R1CS_PREDICATE_LABEL,
@@ -29,6 +30,7 @@ use enygma_circuit::Fr;
 use enygma_msm::{msm_precomputed, PrecomputedBases};
 use rayon::prelude::*;
 
+pub use crate::proving_key::SparseProvingKey;
 use crate::{
     matrix::{CompactMatrix, Rows},
     qap,
@@ -119,7 +121,8 @@ fn msm_g2(
 /// MSM a single bucket pass. Each table takes the width the cost model picks for its number of
 /// bases (16 for a k=6 transfer: 1 KiB per G1 base, 2 KiB per G2 base); on a witness's
 /// scalars (zeros and ones skipped, a third full-size) that width measured as fast as
-/// narrower ones, with less memory.
+/// narrower ones, with less memory. B's tables hold the variables B has only
+/// ([`SparseProvingKey`]).
 pub struct PrecomputedQueries {
     a: PrecomputedBases<g1::Config>,
     b_g1: PrecomputedBases<g1::Config>,
@@ -129,28 +132,33 @@ pub struct PrecomputedQueries {
 }
 
 impl PrecomputedQueries {
-    pub fn new(pk: &ProvingKey<Bn254>) -> Self {
-        // The constant's query point is added outside the MSMs.
-        let without_constant = |q: &[G1Affine]| PrecomputedBases::new(q.get(1..).unwrap_or(&[]));
+    pub fn new(key: &SparseProvingKey) -> Self {
+        // The constant's query points are added outside the MSMs.
         Self {
-            a: without_constant(&pk.a_query),
-            b_g1: without_constant(&pk.b_g1_query),
-            b_g2: PrecomputedBases::new(pk.b_g2_query.get(1..).unwrap_or(&[])),
-            h: PrecomputedBases::new(&pk.h_query),
-            l: PrecomputedBases::new(&pk.l_query),
+            a: PrecomputedBases::new(key.a_query.get(1..).unwrap_or(&[])),
+            b_g1: PrecomputedBases::new(&key.b_query.g1),
+            b_g2: PrecomputedBases::new(&key.b_query.g2),
+            h: PrecomputedBases::new(&key.h_query),
+            l: PrecomputedBases::new(&key.l_query),
         }
     }
 
-    /// The bytes [`PrecomputedQueries::new`] will hold for `pk`, known before building.
-    pub fn memory_bytes_for(pk: &ProvingKey<Bn254>) -> usize {
+    /// The bytes [`PrecomputedQueries::new`] will hold for a key with these numbers of points:
+    /// A's (the constant included), B's variables (the constant excluded), H's and L's.
+    pub fn memory_bytes_for(a: usize, b: usize, h: usize, l: usize) -> usize {
         let g1 = PrecomputedBases::<g1::Config>::memory_bytes_for;
         let g2 = PrecomputedBases::<g2::Config>::memory_bytes_for;
-        let without_constant = |n: usize| n.saturating_sub(1);
-        g1(without_constant(pk.a_query.len()))
-            + g1(without_constant(pk.b_g1_query.len()))
-            + g2(without_constant(pk.b_g2_query.len()))
-            + g1(pk.h_query.len())
-            + g1(pk.l_query.len())
+        g1(a.saturating_sub(1)) + g1(b) + g2(b) + g1(h) + g1(l)
+    }
+
+    /// [`PrecomputedQueries::memory_bytes_for`] the queries of `key`.
+    pub fn memory_bytes_for_key(key: &SparseProvingKey) -> usize {
+        Self::memory_bytes_for(
+            key.a_query.len(),
+            key.b_query.positions.len(),
+            key.h_query.len(),
+            key.l_query.len(),
+        )
     }
 
     /// Bytes held by the five tables.
@@ -162,10 +170,10 @@ impl PrecomputedQueries {
             + self.l.memory_bytes()
     }
 
-    /// Whether the tables were built from `pk`'s queries: their lengths, first non-identity
-    /// bases (a variable outside A or B has the identity there, in every key) and last bases.
+    /// Whether the tables were built from `key`'s queries: their lengths, first non-identity
+    /// bases (a variable outside A has the identity there, in every key) and last bases.
     /// A guard against wiring the tables of another key, not a proof of origin.
-    fn are_for(&self, pk: &ProvingKey<Bn254>) -> bool {
+    fn are_for(&self, key: &SparseProvingKey) -> bool {
         fn same<P: ark_ec::short_weierstrass::SWCurveConfig<ScalarField = Fr>>(
             table: &PrecomputedBases<P>,
             bases: &[ark_ec::short_weierstrass::Affine<P>],
@@ -178,78 +186,49 @@ impl PrecomputedQueries {
                     .flatten()
                     .all(|i| *table.base(i) == bases[i])
         }
-        same(&self.a, &pk.a_query[1..])
-            && same(&self.b_g1, &pk.b_g1_query[1..])
-            && same(&self.b_g2, &pk.b_g2_query[1..])
-            && same(&self.h, &pk.h_query)
-            && same(&self.l, &pk.l_query)
+        same(&self.a, &key.a_query[1..])
+            && same(&self.b_g1, &key.b_query.g1)
+            && same(&self.b_g2, &key.b_query.g2)
+            && same(&self.h, &key.h_query)
+            && same(&self.l, &key.l_query)
     }
 }
 
-/// A Groth16 proof of the assignment `full_assignment` (the constant 1, the public inputs,
-/// then the witness) for the R1CS `matrices` (`[A, B, C]`), with randomness `r` and `s`.
+/// A Groth16 proof of `full_assignment` (the constant 1, the public inputs, then the witness)
+/// for `r1cs`, with randomness `r` and `s`, and the enygma MSMs over `tables` (built from `key`
+/// by [`PrecomputedQueries::new`]) when given: the same proof, faster.
 ///
-/// The arguments are those of ark-groth16's `create_proof_with_reduction_and_matrices`, and
-/// the proof is the one it returns for them.
-#[allow(clippy::too_many_arguments)]
+/// The proof is the one ark-groth16's `create_proof_with_reduction_and_matrices` returns for
+/// the key `key` was made from, the same matrices, assignment, `r` and `s`.
 pub fn create_proof<M: Rows>(
-    pk: &ProvingKey<Bn254>,
-    r: Fr,
-    s: Fr,
-    matrices: &[M],
-    num_instance_variables: usize,
-    num_constraints: usize,
-    full_assignment: &[Fr],
-    msm: MsmBackend,
-) -> Result<(Proof<Bn254>, PhaseTimings), SynthesisError> {
-    create_proof_with_tables(
-        pk,
-        None,
-        r,
-        s,
-        matrices,
-        num_instance_variables,
-        num_constraints,
-        full_assignment,
-        msm,
-    )
-}
-
-/// [`create_proof`], with the enygma MSMs over `tables` (built from `pk` by
-/// [`PrecomputedQueries::new`]) when given: the same proof, faster.
-#[allow(clippy::too_many_arguments)]
-pub fn create_proof_with_tables<M: Rows>(
-    pk: &ProvingKey<Bn254>,
+    key: &SparseProvingKey,
     tables: Option<&PrecomputedQueries>,
+    r1cs: &R1cs<M>,
+    full_assignment: &[Fr],
     r: Fr,
     s: Fr,
-    matrices: &[M],
-    num_instance_variables: usize,
-    num_constraints: usize,
-    full_assignment: &[Fr],
     msm: MsmBackend,
 ) -> Result<(Proof<Bn254>, PhaseTimings), SynthesisError> {
     let started = Instant::now();
     let mut t = PhaseTimings::default();
     let variables = full_assignment.len();
+    let num_instance_variables = r1cs.num_instance_variables;
     // A key of another circuit would otherwise give a wrong proof silently: the MSMs stop at
     // the shorter of bases and scalars.
     if num_instance_variables == 0
         || num_instance_variables > variables
-        || pk.a_query.len() != variables
-        || pk.b_g1_query.len() != variables
-        || pk.b_g2_query.len() != variables
-        || pk.l_query.len() != variables - num_instance_variables
-        || tables.is_some_and(|t| !t.are_for(pk))
+        || key.num_variables() != variables
+        || key.l_query.len() != variables - num_instance_variables
+        || tables.is_some_and(|t| !t.are_for(key))
     {
         return Err(SynthesisError::Unsatisfiable);
     }
 
     let (h, witness_map) = timed(|| {
         qap::witness_map(
-            matrices,
+            &r1cs.matrices,
             num_instance_variables,
-            num_constraints,
+            r1cs.num_constraints,
             full_assignment,
         )
     });
@@ -276,6 +255,7 @@ pub fn create_proof_with_tables<M: Rows>(
         Wiped::new("qap h scalars", h),
     );
     let witness = &assignment[num_instance_variables - 1..];
+    let in_b = Wiped::new("b scalars", key.b_query.gather(&assignment));
 
     let (
         ((h_acc, msm_h), (l_acc, msm_l)),
@@ -283,35 +263,17 @@ pub fn create_proof_with_tables<M: Rows>(
     ) = both(
         || {
             both(
-                || timed(|| msm_g1(msm, &pk.h_query, tables.map(|t| &t.h), &h)),
-                || timed(|| msm_g1(msm, &pk.l_query, tables.map(|t| &t.l), witness)),
+                || timed(|| msm_g1(msm, &key.h_query, tables.map(|t| &t.h), &h)),
+                || timed(|| msm_g1(msm, &key.l_query, tables.map(|t| &t.l), witness)),
             )
         },
         || {
             both(
-                || timed(|| msm_g1(msm, &pk.a_query[1..], tables.map(|t| &t.a), &assignment)),
+                || timed(|| msm_g1(msm, &key.a_query[1..], tables.map(|t| &t.a), &assignment)),
                 || {
                     both(
-                        || {
-                            timed(|| {
-                                msm_g1(
-                                    msm,
-                                    &pk.b_g1_query[1..],
-                                    tables.map(|t| &t.b_g1),
-                                    &assignment,
-                                )
-                            })
-                        },
-                        || {
-                            timed(|| {
-                                msm_g2(
-                                    msm,
-                                    &pk.b_g2_query[1..],
-                                    tables.map(|t| &t.b_g2),
-                                    &assignment,
-                                )
-                            })
-                        },
+                        || timed(|| msm_g1(msm, &key.b_query.g1, tables.map(|t| &t.b_g1), &in_b)),
+                        || timed(|| msm_g2(msm, &key.b_query.g2, tables.map(|t| &t.b_g2), &in_b)),
                     )
                 },
             )
@@ -319,10 +281,10 @@ pub fn create_proof_with_tables<M: Rows>(
     );
     (t.msm_h, t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2) = (msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2);
 
-    let delta_g1 = pk.delta_g1;
-    let g_a = a_acc + pk.a_query[0] + pk.vk.alpha_g1 + delta_g1 * r;
-    let g1_b = b1_acc + pk.b_g1_query[0] + pk.beta_g1 + delta_g1 * s;
-    let g2_b = b2_acc + pk.b_g2_query[0] + pk.vk.beta_g2 + pk.vk.delta_g2 * s;
+    let delta_g1 = key.delta_g1;
+    let g_a = a_acc + key.a_query[0] + key.vk.alpha_g1 + delta_g1 * r;
+    let g1_b = b1_acc + key.b_query.constant_g1 + key.beta_g1 + delta_g1 * s;
+    let g2_b = b2_acc + key.b_query.constant_g2 + key.vk.beta_g2 + key.vk.delta_g2 * s;
     let g_c = g_a * s + g1_b * r - delta_g1 * (r * s) + l_acc + h_acc;
     let proof = Proof {
         a: g_a.into_affine(),
@@ -468,6 +430,7 @@ pub fn sample_transfer<R: rand::Rng>(
 mod tests {
     use super::*;
     use crate::qap::Groth16;
+    use ark_groth16::ProvingKey;
     use ark_r1cs_std::{
         alloc::AllocVar, eq::EqGadget, fields::fp::FpVar, fields::FieldVar, GR1CSVar,
     };
@@ -540,31 +503,24 @@ mod tests {
         }
     }
 
-    fn prove_both_ways(
-        pk: &ProvingKey<Bn254>,
-        matrices: &[Matrix<Fr>],
-        num_instance_variables: usize,
-        num_constraints: usize,
-        assignment: &[Fr],
-        r: Fr,
-        s: Fr,
-    ) {
+    fn prove_both_ways(pk: &ProvingKey<Bn254>, r1cs: &R1cs, assignment: &[Fr], r: Fr, s: Fr) {
         let expected = Groth16::create_proof_with_reduction_and_matrices(
             pk,
             r,
             s,
-            matrices,
-            num_instance_variables,
-            num_constraints,
+            &r1cs.matrices,
+            r1cs.num_instance_variables,
+            r1cs.num_constraints,
             assignment,
         )
         .unwrap();
-        let public = &assignment[1..num_instance_variables];
+        let public = &assignment[1..r1cs.num_instance_variables];
         assert!(
             Groth16::verify(&pk.vk, public, &expected).unwrap(),
             "ark-groth16's proof must verify"
         );
-        let precomputed = PrecomputedQueries::new(pk);
+        let key = SparseProvingKey::new(pk.clone()).unwrap();
+        let precomputed = PrecomputedQueries::new(&key);
         for (backend, tables) in BACKENDS
             .into_iter()
             .map(|b| (b, None))
@@ -576,19 +532,7 @@ mod tests {
                     .build()
                     .unwrap();
                 let (proof, t) = pool
-                    .install(|| {
-                        create_proof_with_tables(
-                            pk,
-                            tables,
-                            r,
-                            s,
-                            matrices,
-                            num_instance_variables,
-                            num_constraints,
-                            assignment,
-                            backend,
-                        )
-                    })
+                    .install(|| create_proof(&key, tables, r1cs, assignment, r, s, backend))
                     .unwrap();
                 let precomputed = tables.is_some();
                 assert_eq!(
@@ -633,19 +577,21 @@ mod tests {
             mut rng,
             ..
         } = random_setup(1);
-        let R1cs {
-            matrices,
-            num_instance_variables: instance,
-            num_constraints: constraints,
-            ..
-        } = r1cs;
-        assert_eq!(instance, 7, "1, 5 public values and the output");
+        assert_eq!(
+            r1cs.num_instance_variables, 7,
+            "1, 5 public values and the output"
+        );
+        let key = SparseProvingKey::new(pk.clone()).unwrap();
+        assert!(
+            key.b_query.positions.len() < key.num_variables() - 1,
+            "some variables are not in B: the sparse B query is exercised"
+        );
         for (r, s) in [
             (Fr::rand(&mut rng), Fr::rand(&mut rng)),
             (Fr::from(0u64), Fr::from(0u64)),
             (Fr::from(0u64), Fr::rand(&mut rng)),
         ] {
-            prove_both_ways(&pk, &matrices, instance, constraints, &assignment, r, s);
+            prove_both_ways(&pk, &r1cs, &assignment, r, s);
         }
     }
 
@@ -657,26 +603,14 @@ mod tests {
             mut assignment,
             ..
         } = random_setup(2);
-        let R1cs {
-            matrices,
-            num_instance_variables: instance,
-            num_constraints: constraints,
-            ..
-        } = r1cs;
+        let instance = r1cs.num_instance_variables;
         // A witness change that breaks the constraints: the proof must not verify.
         assignment[instance + 1] += Fr::from(1u64);
+        let key = SparseProvingKey::new(pk.clone()).unwrap();
         for backend in BACKENDS {
-            let (proof, _) = create_proof(
-                &pk,
-                Fr::from(3u64),
-                Fr::from(5u64),
-                &matrices,
-                instance,
-                constraints,
-                &assignment,
-                backend,
-            )
-            .unwrap();
+            let (three, five) = (Fr::from(3u64), Fr::from(5u64));
+            let (proof, _) =
+                create_proof(&key, None, &r1cs, &assignment, three, five, backend).unwrap();
             assert!(
                 !Groth16::verify(&pk.vk, &assignment[1..instance], &proof).unwrap(),
                 "{backend:?}"
@@ -691,21 +625,17 @@ mod tests {
         let mut other = RandomCircuit::new(&mut rng);
         other.private.pop();
         let (pk, _) = Groth16::circuit_specific_setup(other, &mut rng).unwrap();
-        let R1cs {
-            matrices,
-            num_instance_variables: instance,
-            num_constraints: constraints,
-            ..
-        } = r1cs(circuit.clone()).unwrap();
+        let key = SparseProvingKey::new(pk).unwrap();
+        let r1cs = r1cs(circuit.clone()).unwrap();
         let assignment = full_assignment(circuit).unwrap();
+        let (three, five) = (Fr::from(3u64), Fr::from(5u64));
         let result = create_proof(
-            &pk,
-            Fr::from(3u64),
-            Fr::from(5u64),
-            &matrices,
-            instance,
-            constraints,
+            &key,
+            None,
+            &r1cs,
             &assignment,
+            three,
+            five,
             MsmBackend::Enygma,
         );
         assert!(matches!(result, Err(SynthesisError::Unsatisfiable)));
@@ -722,29 +652,24 @@ mod tests {
         } = random_setup(6);
         // Same circuit, another setup: same sizes, other bases.
         let (other, _) = Groth16::circuit_specific_setup(circuit, &mut rng).unwrap();
-        let R1cs {
-            matrices,
-            num_instance_variables: instance,
-            num_constraints: constraints,
-            ..
-        } = r1cs;
+        let key = SparseProvingKey::new(pk).unwrap();
+        let other = SparseProvingKey::new(other).unwrap();
         let prove = |tables: &PrecomputedQueries| {
-            create_proof_with_tables(
-                &pk,
+            let (three, five) = (Fr::from(3u64), Fr::from(5u64));
+            create_proof(
+                &key,
                 Some(tables),
-                Fr::from(3u64),
-                Fr::from(5u64),
-                &matrices,
-                instance,
-                constraints,
+                &r1cs,
                 &assignment,
+                three,
+                five,
                 MsmBackend::Enygma,
             )
         };
-        let tables = PrecomputedQueries::new(&pk);
+        let tables = PrecomputedQueries::new(&key);
         assert_eq!(
             tables.memory_bytes(),
-            PrecomputedQueries::memory_bytes_for(&pk)
+            PrecomputedQueries::memory_bytes_for_key(&key)
         );
         assert!(prove(&tables).is_ok());
         let wrong = PrecomputedQueries::new(&other);
@@ -756,19 +681,17 @@ mod tests {
         let (setup, proving) = sample_transfer(6, &mut ChaCha20Rng::seed_from_u64(4));
         let mut rng = ChaCha20Rng::seed_from_u64(5);
         let (pk, _) = Groth16::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
-        let R1cs {
-            matrices,
-            num_instance_variables: instance,
-            num_constraints: constraints,
-            ..
-        } = r1cs(setup).unwrap();
+        let r1cs = r1cs(setup).unwrap();
         let assignment = full_assignment(proving).unwrap();
+        let constraints = r1cs.num_constraints;
         assert!(constraints > 20_000, "k=6 has {constraints} constraints");
+        // The oriented B side (`qap::tests::k6_transfer_b_side_shrinks`): 19,704 variables with
+        // the constant, whose points are all the sparse key keeps.
+        let key = SparseProvingKey::new(pk.clone()).unwrap();
+        assert_eq!(key.b_query.positions.len(), 19_703);
         prove_both_ways(
             &pk,
-            &matrices,
-            instance,
-            constraints,
+            &r1cs,
             &assignment,
             Fr::rand(&mut rng),
             Fr::rand(&mut rng),

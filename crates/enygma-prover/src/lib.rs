@@ -7,6 +7,11 @@
 //!   slot;
 //! - [`Prover::prove`] synthesizes only the witness (the matrices were built once per instance
 //!   at load time) and runs the Groth16 prover on the caller's rayon pool.
+//!
+//! What a loaded instance holds: its proving key without B's identity points
+//! ([`proving_key::SparseProvingKey`]) and its constraint matrices in a compact form
+//! ([`matrix::CompactMatrix`]), which together keep a server hosting every instance under the
+//! reference's resident memory for one circuit (`benches/results/2026-12-04-sparse-b.md`).
 
 pub mod fft;
 #[doc(hidden)]
@@ -14,6 +19,7 @@ pub mod fuzzing;
 pub mod groth16;
 pub mod keys;
 pub mod matrix;
+pub mod proving_key;
 pub mod qap;
 pub mod request;
 pub mod statements;
@@ -25,7 +31,7 @@ use std::{
 };
 
 use ark_bn254::Bn254;
-use ark_groth16::{Groth16, PreparedVerifyingKey, ProvingKey, VerifyingKey};
+use ark_groth16::{Groth16, PreparedVerifyingKey, VerifyingKey};
 use ark_snark::SNARK;
 use ark_std::UniformRand;
 use enygma_circuit::Fr;
@@ -106,22 +112,25 @@ impl CircuitShape {
     }
 }
 
-/// What [`groth16::PrecomputedQueries::memory_bytes_for`] gives for the proving key of `r1cs`,
-/// from the sizes of its queries: A, B (G1 and G2) over every variable but the constant, L over
+/// What [`groth16::PrecomputedQueries::memory_bytes_for_key`] gives for the proving key of
+/// `r1cs`, from its sizes: A over every variable, B over the variables of its B matrix (the
+/// key's other B points are the identity and not kept: [`groth16::SparseProvingKey`]), L over
 /// the witness, H over the QAP domain less one.
-fn precomputed_table_bytes<M>(r1cs: &groth16::R1cs<M>) -> usize {
-    use enygma_msm::PrecomputedBases;
-    let g1 = PrecomputedBases::<ark_bn254::g1::Config>::memory_bytes_for;
-    let g2 = PrecomputedBases::<ark_bn254::g2::Config>::memory_bytes_for;
-    let variables = r1cs.num_instance_variables + r1cs.num_witness_variables - 1;
+fn precomputed_table_bytes(r1cs: &groth16::R1cs<matrix::CompactMatrix>) -> usize {
+    let variables = r1cs.num_instance_variables + r1cs.num_witness_variables;
     let domain = (r1cs.num_constraints + r1cs.num_instance_variables).next_power_of_two();
-    2 * g1(variables) + g2(variables) + g1(domain - 1) + g1(r1cs.num_witness_variables)
+    groth16::PrecomputedQueries::memory_bytes_for(
+        variables,
+        r1cs.matrices[1].num_variables_used(),
+        domain - 1,
+        r1cs.num_witness_variables,
+    )
 }
 
 /// Everything needed to prove and verify one instance.
 pub struct CircuitKeys {
     pub shape: CircuitShape,
-    pub proving_key: ProvingKey<Bn254>,
+    pub proving_key: groth16::SparseProvingKey,
     prepared_vk: PreparedVerifyingKey<Bn254>,
     /// Fixed-base tables of the proving key's MSM bases, when precomputed
     /// ([`Prover::precompute`]): proofs take 0.67-0.77x the time for about `(D + 5V)` KiB
@@ -137,7 +146,7 @@ impl CircuitKeys {
     /// Bytes the precomputed MSM tables of this instance hold, or would hold once built.
     pub fn precomputed_table_bytes(&self) -> usize {
         self.tables.as_ref().map_or_else(
-            || groth16::PrecomputedQueries::memory_bytes_for(&self.proving_key),
+            || groth16::PrecomputedQueries::memory_bytes_for_key(&self.proving_key),
             groth16::PrecomputedQueries::memory_bytes,
         )
     }
@@ -207,12 +216,14 @@ impl CircuitKeys {
                 variables
             )));
         }
+        let prepared_vk = ark_groth16::prepare_verifying_key(&proving_key.vk);
+        let proving_key =
+            groth16::SparseProvingKey::new(proving_key).map_err(|e| mismatch(e.to_string()))?;
         debug_assert_eq!(
             shape.info.precomputed_table_bytes,
-            groth16::PrecomputedQueries::memory_bytes_for(&proving_key),
+            groth16::PrecomputedQueries::memory_bytes_for_key(&proving_key),
             "the table sizes enygma info reports are the key's"
         );
-        let prepared_vk = ark_groth16::prepare_verifying_key(&proving_key.vk);
         Ok(Self {
             shape,
             proving_key,
@@ -425,15 +436,13 @@ impl Prover {
         let blinding = zeroize::Zeroizing::new([Fr::rand(rng), Fr::rand(rng)]);
         // Our assembly of ark-groth16's proof (the same proof for the same r and s, tested in
         // `groth16`), with enygma-msm's MSMs running concurrently on the caller's pool.
-        let (proof, _phases) = groth16::create_proof_with_tables(
+        let (proof, _phases) = groth16::create_proof(
             &keys.proving_key,
             keys.tables.as_ref(),
+            &shape.r1cs,
+            &assignment,
             blinding[0],
             blinding[1],
-            &shape.r1cs.matrices,
-            shape.r1cs.num_instance_variables,
-            shape.r1cs.num_constraints,
-            &assignment,
             groth16::MsmBackend::Enygma,
         )
         .map_err(internal)?;

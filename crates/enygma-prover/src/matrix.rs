@@ -144,6 +144,19 @@ impl CompactMatrix {
         self.variables.len()
     }
 
+    /// Variables other than the constant 1 (variable 0) with a non-zero coefficient in some
+    /// row: those whose QAP polynomial of this matrix is not zero, hence whose proving-key
+    /// point is not the identity.
+    pub fn num_variables_used(&self) -> usize {
+        let mut used = vec![false; self.variables.iter().max().map_or(0, |&v| v as usize + 1)];
+        for (t, &v) in self.variables.iter().enumerate() {
+            if !self.coefficients[self.coefficient_ids.get(t) as usize].is_zero() {
+                used[v as usize] = true;
+            }
+        }
+        used.iter().skip(1).filter(|&&u| u).count()
+    }
+
     /// Distinct coefficients (1 always counted).
     pub fn num_coefficients(&self) -> usize {
         self.coefficients.len()
@@ -253,8 +266,14 @@ mod tests {
         let assignment = [1u64, 10, 100, 1000].map(Fr::from);
         let values: Vec<Fr> = (0..4).map(|r| compact.evaluate(r, &assignment)).collect();
         assert_eq!(values, [0u64, 1, 1020, 0].map(Fr::from));
+        assert_eq!(
+            compact.num_variables_used(),
+            2,
+            "1 and 3: 2 has only a zero coefficient, the constant is not counted"
+        );
         let empty = CompactMatrix::new(&Vec::new()).unwrap();
         assert_eq!(empty.num_rows(), 0);
+        assert_eq!(empty.num_variables_used(), 0);
     }
 
     /// Past 65,536 distinct coefficients the indices widen to 32 bits, values unchanged.

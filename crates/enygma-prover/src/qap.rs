@@ -449,14 +449,14 @@ mod tests {
         let shape = r1cs(honest.clone()).unwrap();
         let mut forged = full_assignment(honest).unwrap();
         forged[3] += Fr::from(1u64);
+        let key = crate::groth16::SparseProvingKey::new(pk.clone()).unwrap();
         let (proof, _) = crate::groth16::create_proof(
-            &pk,
-            Fr::rand(&mut rng),
-            Fr::rand(&mut rng),
-            &shape.matrices,
-            shape.num_instance_variables,
-            shape.num_constraints,
+            &key,
+            None,
+            &shape,
             &forged,
+            Fr::rand(&mut rng),
+            Fr::rand(&mut rng),
             crate::groth16::MsmBackend::Enygma,
         )
         .unwrap();
