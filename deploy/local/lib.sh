@@ -168,6 +168,18 @@ local_prom_query() {
   curl -s --max-time 10 --get --data-urlencode "query=$1" "$PROMETHEUS_URL/api/v1/query"
 }
 
+# The ScaledObject's triggers, exactly as the keda overlay renders them, one a line:
+# name<TAB>threshold<TAB>query. Needs kubectl (with kustomize) and need_venv's python.
+local_keda_triggers() {
+  kubectl kustomize "$REPO_DIR/deploy/kubernetes/overlays/keda" | "$VENV/bin/python" -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "ScaledObject":
+        for t in d["spec"]["triggers"]:
+            print(t["name"], t["metadata"]["threshold"], t["metadata"]["query"], sep="\t")
+'
+}
+
 # Waits until Prometheus has scraped every replica (bounded).
 local_wait_scraped() {
   local deadline=$((SECONDS + 30))
