@@ -329,16 +329,8 @@ fn a_weighted_mix_of_statements_in_one_run() {
     let out = dir.join("out");
     let o = run_bounded(
         loadgen_run(&url, &out)
-            .args([
-                "--prime",
-                "0",
-                "--levels",
-                "2",
-                "--duration",
-                "1.5s",
-                "--warmup",
-                "0s",
-            ])
+            .args(["--prime", "0", "--levels", "2"])
+            .args(["--duration", "1.5s", "--warmup", "0s"])
             .args([
                 "--mix",
                 "transfer-k2=4,join-split-enygma=2,join-split-1155=1,ownership-721=1",
@@ -424,16 +416,8 @@ fn queue_timeouts_are_reported_as_504() {
     let out = dir.join("out");
     let o = run_bounded(
         loadgen_run(&server.url(), &out)
-            .args([
-                "--prime",
-                "0",
-                "--levels",
-                "2",
-                "--duration",
-                "1s",
-                "--warmup",
-                "0s",
-            ])
+            .args(["--prime", "0", "--levels", "2"])
+            .args(["--duration", "1s", "--warmup", "0s"])
             .arg("--requests")
             .arg(&pool),
         Duration::from_secs(60),
