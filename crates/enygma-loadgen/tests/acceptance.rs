@@ -120,8 +120,8 @@ fn closed_loop_counts_match_server_metrics() {
             &pid,
         ];
         loadgen_run(&url, &pool, &out, &args);
-        let served = served(&url) - before;
-        (read_report(&out), served, out)
+        let served_meanwhile = served(&url) - before;
+        (read_report(&out), served_meanwhile, out)
     };
 
     // 1. Levels 1 and 2 with a 1 s warm-up.
