@@ -232,7 +232,6 @@ impl Drop for Server {
     }
 }
 
-/// Resident memory of a process (Linux), in MB.
 /// The server binary at log level info, its output piped for the test to read.
 fn server_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_enygma-server"));
@@ -243,6 +242,7 @@ fn server_command() -> Command {
     cmd
 }
 
+/// Resident memory of a process (Linux), in MB.
 fn rss_mb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kb: u64 = status
