@@ -57,14 +57,7 @@ need_venv
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 local_up
 
-# The ScaledObject's queries and thresholds, as overlays/keda renders them.
-kubectl kustomize deploy/kubernetes/overlays/keda | "$VENV/bin/python" -c '
-import sys, yaml
-for d in yaml.safe_load_all(sys.stdin):
-    if d and d["kind"] == "ScaledObject":
-        for t in d["spec"]["triggers"]:
-            print(t["name"], t["metadata"]["threshold"], t["metadata"]["query"], sep="\t")
-' >"$WORK/triggers.tsv"
+local_keda_triggers >"$WORK/triggers.tsv"
 sample_triggers() { # every 5 s until killed: time, then per trigger value and desired replicas
   echo "t_s,trigger,value,threshold,replicas_wanted" >"$OUT/triggers.csv"
   local t0=$SECONDS value

@@ -40,14 +40,7 @@ trap 'local_stop; if [ "$failed" = 0 ] && [ "$passed" -gt 0 ]; then rm -rf "$WOR
 need_venv
 local_up
 
-# The ScaledObject's triggers, exactly as the keda overlay renders them: name<TAB>threshold<TAB>query.
-kubectl kustomize deploy/kubernetes/overlays/keda | "$VENV/bin/python" -c '
-import sys, yaml
-for d in yaml.safe_load_all(sys.stdin):
-    if d and d["kind"] == "ScaledObject":
-        for t in d["spec"]["triggers"]:
-            print(t["name"], t["metadata"]["threshold"], t["metadata"]["query"], sep="\t")
-' >"$WORK/triggers.tsv"
+local_keda_triggers >"$WORK/triggers.tsv"
 # Prints "value" of an instant query, or "error: ..." / "empty".
 prom_value() {
   local_prom_query "$1" | "$VENV/bin/python" -c '

@@ -132,10 +132,15 @@ local_balancer_status() {
   curl -s --max-time 2 "http://127.0.0.1:$STATS_PORT/stats;csv" | awk -F, '$1 == "replicas" && $2 ~ /^r[0-9]+$/ { print $2, $18 }'
 }
 
+# While waiting on process NAME (pid PID, output in LOG): fails, showing LOG, once it exited.
+local_still_running() { # local_still_running NAME PID LOG
+  kill -0 "$2" 2>/dev/null || { log "$1 exited:"; cat "$3" >&2; return 1; }
+}
+
 local_wait_balancer() {
   local deadline=$((SECONDS + 30))
   while [ "$(local_balancer_status | grep -c ' UP$')" != "$REPLICAS" ]; do
-    kill -0 "$BALANCER_PID" 2>/dev/null || { log "haproxy exited:"; cat "$WORK/haproxy.log" >&2; return 1; }
+    local_still_running haproxy "$BALANCER_PID" "$WORK/haproxy.log" || return 1
     [ $SECONDS -lt $deadline ] || { log "balancer does not see $REPLICAS replicas up: $(local_balancer_status | tr '\n' ' ')"; return 1; }
     sleep 0.5
   done
@@ -156,7 +161,7 @@ local_start_prometheus() {
   PROMETHEUS_PID=$!
   local deadline=$((SECONDS + 60))
   until curl -sf --max-time 2 "$PROMETHEUS_URL/-/ready" >/dev/null; do
-    kill -0 "$PROMETHEUS_PID" 2>/dev/null || { log "prometheus exited:"; cat "$WORK/prometheus.log" >&2; return 1; }
+    local_still_running prometheus "$PROMETHEUS_PID" "$WORK/prometheus.log" || return 1
     [ $SECONDS -lt $deadline ] || { log "prometheus not ready within 60s"; return 1; }
     sleep 0.5
   done
@@ -166,6 +171,18 @@ local_start_prometheus() {
 # An instant query; prints Prometheus' JSON answer.
 local_prom_query() {
   curl -s --max-time 10 --get --data-urlencode "query=$1" "$PROMETHEUS_URL/api/v1/query"
+}
+
+# The ScaledObject's triggers, exactly as the keda overlay renders them, one a line:
+# name<TAB>threshold<TAB>query. Needs kubectl (with kustomize) and need_venv's python.
+local_keda_triggers() {
+  kubectl kustomize "$REPO_DIR/deploy/kubernetes/overlays/keda" | "$VENV/bin/python" -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "ScaledObject":
+        for t in d["spec"]["triggers"]:
+            print(t["name"], t["metadata"]["threshold"], t["metadata"]["query"], sep="\t")
+'
 }
 
 # Waits until Prometheus has scraped every replica (bounded).

@@ -51,6 +51,25 @@ fn enygma_err(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `enygma export-vk --k K --format FORMAT --keys-dir DIR` and `extra`.
+fn export_vk<'a>(
+    k: &'a str,
+    format: &'a str,
+    keys_dir: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let args = [
+        "export-vk",
+        "--k",
+        k,
+        "--format",
+        format,
+        "--keys-dir",
+        keys_dir,
+    ];
+    [&args[..], extra].concat()
+}
+
 /// (file in keys/, --format) of every committed export of an instance.
 fn committed_exports(instance: Instance) -> [(String, &'static str); 2] {
     [
@@ -117,67 +136,33 @@ fn export_vk_formats_and_errors() {
     let dir = keys_dir();
     let dir_arg = dir.to_str().unwrap();
     // arkworks: the hex of the committed .vk file.
-    let hex = String::from_utf8(enygma_ok(&[
-        "export-vk",
-        "--k",
-        "3",
-        "--format",
-        "arkworks",
-        "--keys-dir",
-        dir_arg,
-    ]))
-    .unwrap();
+    let hex = String::from_utf8(enygma_ok(&export_vk("3", "arkworks", dir_arg, &[]))).unwrap();
     let bytes = std::fs::read(dir.join("transfer-k3.vk")).unwrap();
     assert_eq!(hex, hex::encode(&bytes));
     assert_eq!(
-        enygma_ok(&[
-            "export-vk",
-            "--k",
-            "3",
-            "--format",
-            "arkworks-bin",
-            "--keys-dir",
-            dir_arg
-        ]),
+        enygma_ok(&export_vk("3", "arkworks-bin", dir_arg, &[])),
         bytes
     );
     // --out writes the same bytes as standard output.
     let tmp = std::env::temp_dir().join(format!("enygma-export-vk-{}.sol", std::process::id()));
-    enygma_ok(&[
-        "export-vk",
-        "--k",
-        "2",
-        "--format",
-        "solidity",
-        "--contract",
-        "MyVerifier",
-        "--keys-dir",
-        dir_arg,
-        "--out",
-        tmp.to_str().unwrap(),
-    ]);
+    let out = ["--contract", "MyVerifier", "--out", tmp.to_str().unwrap()];
+    enygma_ok(&export_vk("2", "solidity", dir_arg, &out));
     let sol = std::fs::read_to_string(&tmp).unwrap();
     std::fs::remove_file(&tmp).unwrap();
     assert!(sol.contains("contract MyVerifier {"));
 
     // Refused: a k out of range, a keys directory without keys, a contract name Solidity
     // cannot take.
-    let snarkjs = ["export-vk", "--format", "snarkjs", "--k"];
-    let err = enygma_err(&[&snarkjs[..], &["7", "--keys-dir", dir_arg]].concat());
+    let err = enygma_err(&export_vk("7", "snarkjs", dir_arg, &[]));
     assert!(err.contains("k value not supported"), "{err}");
-    let err = enygma_err(&[&snarkjs[..], &["2", "--keys-dir", "/nonexistent"]].concat());
+    let err = enygma_err(&export_vk("2", "snarkjs", "/nonexistent", &[]));
     assert!(err.contains("enygma setup"), "{err}");
-    enygma_err(&[
-        "export-vk",
-        "--k",
+    enygma_err(&export_vk(
         "2",
-        "--format",
         "solidity",
-        "--contract",
-        "1bad",
-        "--keys-dir",
         dir_arg,
-    ]);
+        &["--contract", "1bad"],
+    ));
 }
 
 /// One real proof (k = 2) through `verifier-fixtures`, then `export-proof` and `verify` on it.

@@ -218,13 +218,12 @@ fn side_by_side_row(main: &[&(Variant, Report)], c: usize, has_ref: bool) -> Str
             .and_then(|(_, r)| level(r, c))
     };
     let mut row = format!("| {c} |");
-    let cells: [fn(&LevelReport) -> Option<f64>; 4] = [
-        |l| Some(l.throughput_rps),
-        |l| l.latency_ms.map(|s| s.p50),
-        |l| l.latency_ms.map(|s| s.p99),
-        |l| l.rss_peak_mb,
-    ];
-    for (k, f) in cells.iter().enumerate() {
+    type Measure = fn(&LevelReport) -> Option<f64>;
+    let throughput: Measure = |l| Some(l.throughput_rps);
+    let p50: Measure = |l| l.latency_ms.map(|s| s.p50);
+    let p99: Measure = |l| l.latency_ms.map(|s| s.p99);
+    let rss_peak: Measure = |l| l.rss_peak_mb;
+    for (k, f) in [throughput, p50, p99, rss_peak].iter().enumerate() {
         for (_, r) in main {
             let v = level(r, c).and_then(f);
             let _ = write!(
@@ -255,30 +254,26 @@ fn side_by_side_row(main: &[&(Variant, Report)], c: usize, has_ref: bool) -> Str
             errs.join("; ")
         }
     );
-    let (a, b) = (of(Role::A), of(Role::B));
+    // B (capped) relative to another variant, in one measure.
+    let capped = of(Role::B);
+    let capped_over = |other: Option<&LevelReport>, measure: Measure| {
+        ratio(capped.and_then(measure), other.and_then(measure))
+    };
+    let unlimited = of(Role::A);
     let _ = write!(
         row,
         " {} | {} |",
-        ratio(b.map(|l| l.throughput_rps), a.map(|l| l.throughput_rps)),
-        ratio(
-            b.and_then(|l| l.latency_ms.map(|s| s.p99)),
-            a.and_then(|l| l.latency_ms.map(|s| s.p99))
-        )
+        capped_over(unlimited, throughput),
+        capped_over(unlimited, p99)
     );
     if has_ref {
-        let rf = of(Role::Reference);
+        let reference = of(Role::Reference);
         let _ = write!(
             row,
             " {} | {} | {} |",
-            ratio(b.map(|l| l.throughput_rps), rf.map(|l| l.throughput_rps)),
-            ratio(
-                b.and_then(|l| l.latency_ms.map(|s| s.p99)),
-                rf.and_then(|l| l.latency_ms.map(|s| s.p99))
-            ),
-            ratio(
-                b.and_then(|l| l.rss_peak_mb),
-                rf.and_then(|l| l.rss_peak_mb)
-            ),
+            capped_over(reference, throughput),
+            capped_over(reference, p99),
+            capped_over(reference, rss_peak),
         );
     }
     row

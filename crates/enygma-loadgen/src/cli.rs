@@ -347,15 +347,22 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// `enygma-loadgen run --requests r --out o` (the two required flags) and `extra`.
+    fn run(extra: &[&str]) -> Result<Cli, clap::Error> {
+        let required = ["enygma-loadgen", "run", "--requests", "r", "--out", "o"];
+        Cli::try_parse_from(required.iter().chain(extra).copied())
+    }
+
+    fn run_args(extra: &[&str]) -> RunArgs {
+        let Command::Run(r) = run(extra).unwrap().command else {
+            panic!()
+        };
+        r
+    }
+
     #[test]
     fn parses_run_defaults_and_lists() {
-        let c = Cli::try_parse_from([
-            "enygma-loadgen",
-            "run",
-            "--requests",
-            "r",
-            "--out",
-            "o",
+        let r = run_args(&[
             "--levels",
             "1,2",
             "--duration",
@@ -364,9 +371,7 @@ mod tests {
             "0.5,2",
             "--soak",
             "4",
-        ])
-        .unwrap();
-        let Command::Run(r) = c.command else { panic!() };
+        ]);
         assert_eq!(r.url, "http://127.0.0.1:3003");
         assert_eq!(r.schedule.endpoint, "/generateProofTransfer-6");
         assert_eq!(r.schedule.levels.0, vec![1, 2]);
@@ -376,79 +381,19 @@ mod tests {
         assert_eq!(r.schedule.soak_duration, Duration::from_secs(300));
         assert_eq!(r.schedule.window, Duration::from_secs(30));
         assert_eq!(r.schedule.metrics_path(), Some("/metrics"));
-        let c = Cli::try_parse_from(["enygma-loadgen", "run", "--requests", "r", "--out", "o"])
-            .unwrap();
-        let Command::Run(r) = c.command else { panic!() };
-        assert_eq!(r.schedule.levels.0, vec![1, 2, 4, 8, 16]);
+        assert_eq!(run_args(&[]).schedule.levels.0, vec![1, 2, 4, 8, 16]);
         // A key stem names its instance's proving route; a path is taken as given.
         for (given, path) in [
             ("withdraw-k4", "/generateProofWithdraw-4"),
             ("/anything-3", "/anything-3"),
         ] {
-            let c = Cli::try_parse_from([
-                "enygma-loadgen",
-                "run",
-                "--requests",
-                "r",
-                "--out",
-                "o",
-                "--endpoint",
-                given,
-            ])
-            .unwrap();
-            let Command::Run(r) = c.command else { panic!() };
-            assert_eq!(r.schedule.endpoint, path);
+            assert_eq!(run_args(&["--endpoint", given]).schedule.endpoint, path);
         }
-        let err = Cli::try_parse_from([
-            "enygma-loadgen",
-            "run",
-            "--requests",
-            "r",
-            "--out",
-            "o",
-            "--endpoint",
-            "transfer-k9",
-        ])
-        .unwrap_err()
-        .to_string();
+        let err = run(&["--endpoint", "transfer-k9"]).unwrap_err().to_string();
         assert!(err.contains("transfer-k6"), "{err}");
-        assert!(Cli::try_parse_from([
-            "enygma-loadgen",
-            "run",
-            "--requests",
-            "r",
-            "--out",
-            "o",
-            "--levels",
-            "0"
-        ])
-        .is_err());
-        assert!(Cli::try_parse_from([
-            "enygma-loadgen",
-            "run",
-            "--requests",
-            "r",
-            "--out",
-            "o",
-            "--server-pid",
-            "1",
-            "--spawn-server",
-            "x"
-        ])
-        .is_err());
-        let c = Cli::try_parse_from([
-            "enygma-loadgen",
-            "run",
-            "--requests",
-            "r",
-            "--out",
-            "o",
-            "--levels",
-            "none",
-        ])
-        .unwrap();
-        let Command::Run(r) = c.command else { panic!() };
-        assert!(r.schedule.levels.0.is_empty());
+        assert!(run(&["--levels", "0"]).is_err());
+        assert!(run(&["--server-pid", "1", "--spawn-server", "x"]).is_err());
+        assert!(run_args(&["--levels", "none"]).schedule.levels.0.is_empty());
     }
 
     #[test]

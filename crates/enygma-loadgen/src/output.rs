@@ -36,6 +36,12 @@ fn pick(s: &Option<Summary>, f: fn(&Summary) -> f64) -> Option<f64> {
     s.as_ref().map(f)
 }
 
+/// The p50, p90, p99 and max latency columns that the closed- and open-loop tables share.
+fn latency_cells(latency_ms: &Option<Summary>) -> String {
+    let columns: [fn(&Summary) -> f64; 4] = [|s| s.p50, |s| s.p90, |s| s.p99, |s| s.max];
+    columns.map(|f| f1(pick(latency_ms, f))).join(" | ")
+}
+
 pub fn errors_cell(errors: &std::collections::BTreeMap<String, u64>) -> String {
     if errors.is_empty() {
         "0".into()
@@ -51,14 +57,11 @@ pub fn errors_cell(errors: &std::collections::BTreeMap<String, u64>) -> String {
 fn level_row(label: &str, l: &LevelReport) -> String {
     let i = &l.internal;
     format!(
-        "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
         l.completed,
         errors_cell(&l.errors),
         f2(l.throughput_rps),
-        f1(pick(&l.latency_ms, |s| s.p50)),
-        f1(pick(&l.latency_ms, |s| s.p90)),
-        f1(pick(&l.latency_ms, |s| s.p99)),
-        f1(pick(&l.latency_ms, |s| s.max)),
+        latency_cells(&l.latency_ms),
         f1(pick(&i.internal_prove_ms, |s| s.p50)),
         f1(pick(&i.internal_prove_ms, |s| s.p99)),
         f1(pick(&i.queue_wait_ms, |s| s.p50)),
@@ -190,16 +193,13 @@ pub fn render_markdown(r: &Report) -> String {
         for o in &r.open_loop {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 o.rate_rps,
                 o.scheduled,
                 o.completed,
                 errors_cell(&o.errors),
                 f2(o.throughput_rps),
-                f1(pick(&o.latency_ms, |s| s.p50)),
-                f1(pick(&o.latency_ms, |s| s.p90)),
-                f1(pick(&o.latency_ms, |s| s.p99)),
-                f1(pick(&o.latency_ms, |s| s.max)),
+                latency_cells(&o.latency_ms),
                 f1(pick(&o.send_lag_ms, |s| s.p99)),
                 f1(pick(&o.internal.internal_prove_ms, |s| s.p50)),
                 f1(pick(&o.internal.queue_wait_ms, |s| s.p50)),

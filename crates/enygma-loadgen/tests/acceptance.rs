@@ -104,27 +104,28 @@ fn closed_loop_counts_match_server_metrics() {
     let server = start_server(&dir, port, &[]);
     let pid = server.pid().to_string();
     let d = level_duration();
-
-    // 1. Levels 1 and 2 with a 1 s warm-up.
-    let out = dir.join("levels");
-    let before = served(&url);
-    loadgen_run(
-        &url,
-        &pool,
-        &out,
-        &[
+    // One run into `dir/name`: where it wrote, its report, and how many the server served
+    // meanwhile.
+    let closed_loop = |name: &str, levels: &str, warmup: &str| {
+        let out = dir.join(name);
+        let before = served(&url);
+        let args = [
             "--levels",
-            "1,2",
+            levels,
             "--duration",
             &d,
             "--warmup",
-            "1s",
+            warmup,
             "--server-pid",
             &pid,
-        ],
-    );
-    let after = served(&url);
-    let r = read_report(&out);
+        ];
+        loadgen_run(&url, &pool, &out, &args);
+        let served_meanwhile = served(&url) - before;
+        (read_report(&out), served_meanwhile, out)
+    };
+
+    // 1. Levels 1 and 2 with a 1 s warm-up.
+    let (r, served_meanwhile, out) = closed_loop("levels", "1,2", "1s");
     let levels = r["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
     let mut total = 0;
@@ -147,41 +148,19 @@ fn closed_loop_counts_match_server_metrics() {
         total += c + w;
     }
     assert_eq!(
-        after - before,
-        total as f64,
-        "server served {} but the report counts {total}",
-        after - before
+        served_meanwhile, total as f64,
+        "server served {served_meanwhile} but the report counts {total}"
     );
     assert_internal_within_external(&out, &r);
     assert_eq!(r["server"]["pid"], server.pid());
 
     // 2. No warm-up: `completed` alone equals the server's count.
-    let out = dir.join("no-warmup");
-    let before = served(&url);
-    loadgen_run(
-        &url,
-        &pool,
-        &out,
-        &[
-            "--levels",
-            "2",
-            "--duration",
-            &d,
-            "--warmup",
-            "0s",
-            "--server-pid",
-            &pid,
-        ],
-    );
-    let after = served(&url);
-    let r = read_report(&out);
+    let (r, served_meanwhile, out) = closed_loop("no-warmup", "2", "0s");
     let c = r["levels"][0]["completed"].as_u64().unwrap();
     assert!(c >= 1);
     assert_eq!(
-        after - before,
-        c as f64,
-        "server served {} but the report says completed = {c}",
-        after - before
+        served_meanwhile, c as f64,
+        "server served {served_meanwhile} but the report says completed = {c}"
     );
     assert_internal_within_external(&out, &r);
     drop(server);

@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
@@ -34,6 +35,21 @@ fn sleeping_server_cmd(prove_time: &str) -> String {
     )
 }
 
+/// `enygma-loadgen run` against `url` writing its report to `out`, without the progress line;
+/// each test adds its schedule and where its requests come from.
+fn loadgen_run(url: &str, out: &Path) -> Command {
+    let mut cmd = Command::new(loadgen_bin());
+    cmd.args(["run", "--quiet", "--url", url])
+        .arg("--out")
+        .arg(out);
+    cmd
+}
+
+/// This process's id for `--server-pid`: the server under test runs in it.
+fn this_pid() -> String {
+    std::process::id().to_string()
+}
+
 /// Counts equal the server's own, levels and warm-ups add up, internal ≤ external.
 fn closed_loop_counts_match_server_metrics() {
     let _g = serial();
@@ -44,25 +60,12 @@ fn closed_loop_counts_match_server_metrics() {
     let before = served(&url);
     let out = dir.join("out");
     let o = run_bounded(
-        Command::new(loadgen_bin())
-            .args([
-                "run",
-                "--url",
-                &url,
-                "--levels",
-                "1,2,4",
-                "--duration",
-                "1s",
-                "--warmup",
-                "0.3s",
-                "--quiet",
-            ])
+        loadgen_run(&url, &out)
+            .args(["--levels", "1,2,4", "--duration", "1s", "--warmup", "0.3s"])
             .args(["--soak", "2", "--soak-duration", "1s", "--window", "0.5s"])
             .arg("--requests")
             .arg(&pool)
-            .arg("--out")
-            .arg(&out)
-            .args(["--server-pid", &std::process::id().to_string()]),
+            .args(["--server-pid", &this_pid()]),
         Duration::from_secs(60),
     );
     assert_success(&o, "loadgen run");
@@ -140,24 +143,11 @@ fn shed_at_level_4(ignore_retry_after: bool) -> (u64, u64) {
     );
     let url = server.url();
     let out = dir.join("out");
-    let mut cmd = Command::new(loadgen_bin());
-    cmd.args([
-        "run",
-        "--url",
-        &url,
-        "--levels",
-        "4",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--quiet",
-    ])
-    .arg("--requests")
-    .arg(&pool)
-    .arg("--out")
-    .arg(&out)
-    .args(["--server-pid", &std::process::id().to_string()]);
+    let mut cmd = loadgen_run(&url, &out);
+    cmd.args(["--levels", "4", "--duration", "2s", "--warmup", "0s"])
+        .arg("--requests")
+        .arg(&pool)
+        .args(["--server-pid", &this_pid()]);
     if ignore_retry_after {
         cmd.arg("--ignore-retry-after");
     }
@@ -198,25 +188,12 @@ fn open_loop_with_spawned_server() {
         sleeping_server_cmd("20ms")
     );
     let o = run_bounded(
-        Command::new(loadgen_bin())
-            .args([
-                "run",
-                "--url",
-                &url,
-                "--levels",
-                "none",
-                "--open-rate",
-                "20",
-                "--duration",
-                "1.5s",
-                "--warmup",
-                "0s",
-            ])
-            .args(["--quiet", "--spawn-server", &spawn])
+        loadgen_run(&url, &out)
+            .args(["--levels", "none", "--open-rate", "20"])
+            .args(["--duration", "1.5s", "--warmup", "0s"])
+            .args(["--spawn-server", &spawn])
             .arg("--requests")
-            .arg(&pool)
-            .arg("--out")
-            .arg(&out),
+            .arg(&pool),
         Duration::from_secs(60),
     );
     assert_success(&o, "loadgen run --open-rate");
@@ -351,28 +328,16 @@ fn a_weighted_mix_of_statements_in_one_run() {
     let url = server.url();
     let out = dir.join("out");
     let o = run_bounded(
-        Command::new(loadgen_bin())
+        loadgen_run(&url, &out)
+            .args(["--prime", "0", "--levels", "2"])
+            .args(["--duration", "1.5s", "--warmup", "0s"])
             .args([
-                "run",
-                "--prime",
-                "0",
-                "--url",
-                &url,
-                "--levels",
-                "2",
-                "--duration",
-                "1.5s",
-                "--warmup",
-                "0s",
-                "--quiet",
                 "--mix",
                 "transfer-k2=4,join-split-enygma=2,join-split-1155=1,ownership-721=1",
                 "--mix-pool",
                 "3",
             ])
-            .arg("--out")
-            .arg(&out)
-            .args(["--server-pid", &std::process::id().to_string()]),
+            .args(["--server-pid", &this_pid()]),
         Duration::from_secs(120),
     );
     assert_success(&o, "loadgen run --mix");
@@ -450,21 +415,11 @@ fn queue_timeouts_are_reported_as_504() {
     );
     let out = dir.join("out");
     let o = run_bounded(
-        Command::new(loadgen_bin())
-            .args([
-                "run",
-                "--prime",
-                "0",
-                "--url",
-                &server.url(),
-                "--levels",
-                "2",
-            ])
-            .args(["--duration", "1s", "--warmup", "0s", "--quiet"])
+        loadgen_run(&server.url(), &out)
+            .args(["--prime", "0", "--levels", "2"])
+            .args(["--duration", "1s", "--warmup", "0s"])
             .arg("--requests")
-            .arg(&pool)
-            .arg("--out")
-            .arg(&out),
+            .arg(&pool),
         Duration::from_secs(60),
     );
     assert_success(&o, "loadgen run");

@@ -72,7 +72,7 @@ impl Server {
     /// Starts the binary on 127.0.0.1:0 and waits until it logs its address.
     fn spawn(extra: &[&str]) -> Server {
         let keys = repo_dir().join("keys");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_enygma-server"))
+        let mut child = server_command()
             .args([
                 "--bind",
                 "127.0.0.1",
@@ -84,10 +84,6 @@ impl Server {
             ])
             .arg(&keys)
             .args(extra)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .spawn()
             .expect("start enygma-server");
         let lines = Arc::new(Mutex::new(Vec::new()));
@@ -236,6 +232,16 @@ impl Drop for Server {
     }
 }
 
+/// The server binary at log level info, its output piped for the test to read.
+fn server_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_enygma-server"));
+    cmd.env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
 /// Resident memory of a process (Linux), in MB.
 fn rss_mb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -278,6 +284,49 @@ fn assert_no_secret(r: &Resp, secrets: &[&str]) {
     assert_no_secret_in("a response body", &r.body, secrets);
     for (k, v) in &r.headers {
         assert_no_secret_in(&format!("response header {k}"), v, secrets);
+    }
+}
+
+/// No response and nothing in the metrics gives a secret away, and only the `proved` valid
+/// requests reached the prover. Returns the metrics for the test's own counts.
+async fn assert_refused_unproved_and_secret(
+    server: &Server,
+    responses: &[Resp],
+    secrets: &[&str],
+    proved: f64,
+) -> String {
+    for r in responses {
+        assert_no_secret(r, secrets);
+    }
+    let m = server.metrics().await;
+    assert_no_secret_in("the metrics", &m, secrets);
+    assert_eq!(
+        metric(&m, "enygma_proofs_started_total"),
+        Some(proved),
+        "invalid requests were proved"
+    );
+    m
+}
+
+/// Stops the server and checks that none of its log lines holds a secret; returns the lines.
+fn stop_with_secret_free_logs(server: Server, secrets: &[&str]) -> Vec<String> {
+    let logs = server.stop();
+    for line in &logs {
+        assert_no_secret_in("a log line", line, secrets);
+    }
+    logs
+}
+
+/// The access line of a proof has every timing.
+fn assert_access_line_timed(line: &serde_json::Value) {
+    for field in [
+        "request_id",
+        "queue_ms",
+        "witness_ms",
+        "prove_ms",
+        "total_ms",
+    ] {
+        assert!(!line[field].is_null(), "access line lacks {field}: {line}");
     }
 }
 
@@ -434,16 +483,7 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
     assert!(r.error().contains("secret_key"), "{}", r.body);
     responses.push(r);
 
-    for r in &responses {
-        assert_no_secret(r, &secrets);
-    }
-    let m = server.metrics().await;
-    assert_no_secret_in("the metrics", &m, &secrets);
-    assert_eq!(
-        metric(&m, "enygma_proofs_started_total"),
-        Some(2.0),
-        "invalid requests were proved"
-    );
+    let m = assert_refused_unproved_and_secret(&server, &responses, &secrets, 2.0).await;
     for k in ["6", "2"] {
         assert_eq!(
             metric(
@@ -466,27 +506,12 @@ async fn real_proofs_verify_and_bad_inputs_get_their_status() {
         2 + 2 + 8 + 1,
         "one access line per proving request"
     );
-    let logs = server.stop();
-    for line in &logs {
-        assert_no_secret_in("a log line", line, &secrets);
-    }
-    // The access line of a proof has every timing.
+    let logs = stop_with_secret_free_logs(server, &secrets);
     let ok_line = access_lines(&logs)
         .into_iter()
         .find(|l| l["status"] == 200 && l["k"] == 6)
         .expect("access line of the k=6 proof");
-    for field in [
-        "request_id",
-        "queue_ms",
-        "witness_ms",
-        "prove_ms",
-        "total_ms",
-    ] {
-        assert!(
-            !ok_line[field].is_null(),
-            "access line lacks {field}: {ok_line}"
-        );
-    }
+    assert_access_line_timed(&ok_line);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -882,16 +907,7 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     assert_eq!(r.status, 400, "{}", r.body);
     responses.push(r);
 
-    for r in &responses {
-        assert_no_secret(r, &secrets);
-    }
-    let m = server.metrics().await;
-    assert_no_secret_in("the metrics", &m, &secrets);
-    assert_eq!(
-        metric(&m, "enygma_proofs_started_total"),
-        Some(2.0),
-        "invalid requests were proved"
-    );
+    let m = assert_refused_unproved_and_secret(&server, &responses, &secrets, 2.0).await;
     assert_eq!(
         metric(&m, "enygma_http_requests_total{route=\"/generateProofDeposit-{k}\",k=\"2\",status=\"200\"}"),
         Some(1.0)
@@ -905,10 +921,7 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     );
 
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let logs = server.stop();
-    for line in &logs {
-        assert_no_secret_in("a log line", line, &secrets);
-    }
+    let logs = stop_with_secret_free_logs(server, &secrets);
     let lines = access_lines(&logs);
     for (route, statement) in [
         ("/generateProofDeposit-{k}", "deposit"),
@@ -920,15 +933,7 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
             .unwrap_or_else(|| panic!("no access line for a 200 on {route}"));
         assert_eq!(ok["statement"], statement, "{ok}");
         assert_eq!(ok["k"], 2, "{ok}");
-        for field in [
-            "request_id",
-            "queue_ms",
-            "witness_ms",
-            "prove_ms",
-            "total_ms",
-        ] {
-            assert!(!ok[field].is_null(), "access line lacks {field}: {ok}");
-        }
+        assert_access_line_timed(ok);
     }
 }
 
@@ -983,14 +988,10 @@ fn require_keys_without_keys_refuses_to_start() {
     let dir = std::env::temp_dir().join(format!("enygma-require-keys-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_enygma-server"))
+    let mut child = server_command()
         .args(["--bind", "127.0.0.1", "--port", "0", "--require-keys"])
         .args(["--circuits", "transfer-k2,deposit-k2", "--keys-dir"])
         .arg(&dir)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("start enygma-server");
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -1460,16 +1461,7 @@ async fn dvp_statements_prove_verify_and_refuse_bad_requests() {
         );
         responses.push(resp);
     }
-    for resp in &responses {
-        assert_no_secret(resp, &secrets);
-    }
-    let m = server.metrics().await;
-    assert_no_secret_in("the metrics", &m, &secrets);
-    assert_eq!(
-        metric(&m, "enygma_proofs_started_total"),
-        Some(3.0),
-        "invalid requests were proved"
-    );
+    let m = assert_refused_unproved_and_secret(&server, &responses, &secrets, 3.0).await;
     for name in ["join-split-enygma", "join-split-1155", "ownership-721"] {
         assert_eq!(
             metric(
@@ -1481,8 +1473,5 @@ async fn dvp_statements_prove_verify_and_refuse_bad_requests() {
         );
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let logs = server.stop();
-    for line in &logs {
-        assert_no_secret_in("a log line", line, &secrets);
-    }
+    stop_with_secret_free_logs(server, &secrets);
 }

@@ -147,6 +147,17 @@ impl Default for RequestSpec {
     }
 }
 
+impl RequestSpec {
+    /// Refuses a fixed sender index: `statement` (e.g. "a join-split") has no anonymity set to
+    /// pick the sender from.
+    pub fn refuse_sender(&self, statement: &'static str) -> Result<(), GenerateError> {
+        match self.sender {
+            Some(_) => Err(GenerateError::NoSenderIndex { statement }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Why [`Statement::generate`] cannot honour a [`RequestSpec`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum GenerateError {

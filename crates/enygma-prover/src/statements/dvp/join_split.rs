@@ -292,11 +292,7 @@ impl Statement for JoinSplit {
         spec: &RequestSpec,
         mut rng: &mut dyn RngCore,
     ) -> Result<Value, GenerateError> {
-        if spec.sender.is_some() {
-            return Err(GenerateError::NoSenderIndex {
-                statement: "a join-split",
-            });
-        }
+        spec.refuse_sender("a join-split")?;
         let real_inputs = 1 + spec.index % INPUT_SLOTS;
         let inputs = JoinSplitInputs::generate(self.0, real_inputs, &mut rng);
         Ok(self.to_request_json(&inputs))

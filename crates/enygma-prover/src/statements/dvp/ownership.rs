@@ -168,11 +168,7 @@ impl Statement for Ownership {
         spec: &RequestSpec,
         mut rng: &mut dyn RngCore,
     ) -> Result<Value, GenerateError> {
-        if spec.sender.is_some() {
-            return Err(GenerateError::NoSenderIndex {
-                statement: "an ownership transfer",
-            });
-        }
+        spec.refuse_sender("an ownership transfer")?;
         Ok(to_request_json(&OwnershipInputs::generate(&mut rng)))
     }
 }
