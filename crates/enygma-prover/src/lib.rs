@@ -133,8 +133,8 @@ pub struct CircuitKeys {
     pub proving_key: groth16::SparseProvingKey,
     prepared_vk: PreparedVerifyingKey<Bn254>,
     /// Fixed-base tables of the proving key's MSM bases, when precomputed
-    /// ([`Prover::precompute`]): proofs take 0.67-0.77x the time for about `(D + 5V)` KiB
-    /// (`benches/results/2026-12-03-msm-techniques.md`).
+    /// ([`Prover::precompute`]): proofs take 0.67-0.77x the time for about `(D + 2V + 3B)` KiB,
+    /// `B` the variables of the B query (`benches/results/2026-12-03-msm-techniques.md`).
     tables: Option<groth16::PrecomputedQueries>,
 }
 

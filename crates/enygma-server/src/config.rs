@@ -53,8 +53,8 @@ pub struct Args {
     pub require_keys: bool,
 
     /// Precompute fixed-base MSM tables for these hosted circuits at key load, before /readyz
-    /// turns ready: their proofs take about 0.7x the time, for about (D + 5V) KiB each
-    /// (166 MiB for transfer-k6; the server README has every instance's size, and the start-up
+    /// turns ready: their proofs take about 0.7x the time, for about (D + 2V + 3B) KiB each
+    /// (143.5 MiB for transfer-k6; the server README has every instance's size, and the start-up
     /// log each table's). `none`, `all` (every hosted circuit), or a comma-separated list of
     /// key stems and statement names as in --circuits.
     #[arg(long, env = "ENYGMA_PRECOMPUTE", value_name = "none|all|LIST",
