@@ -109,6 +109,21 @@ pub fn render_ab(
     md
 }
 
+/// When the variants' reports were written: the first (at the end of the first variant's run)
+/// and, for several variants, the last, so that the span of the whole A/B shows.
+fn report_times(runs: &[(Variant, Report)]) -> String {
+    match (runs.first(), runs.last()) {
+        (Some((_, first)), Some((_, last))) if runs.len() > 1 => {
+            format!(
+                "{} (first variant) to {} (last)",
+                first.generated_at, last.generated_at
+            )
+        }
+        (Some((_, only)), _) => only.generated_at.clone(),
+        _ => String::new(),
+    }
+}
+
 /// The machine, the schedule, how to reproduce the run, and the variants' commands.
 fn write_setup(
     md: &mut String,
@@ -125,12 +140,12 @@ fn write_setup(
     );
     let _ = writeln!(
         md,
-        "- Machine: {} ({} cores, {} logical CPUs{})\n- Date: {}\n- Endpoint: `{}`, {} request bodies ({} distinct)\n- Schedule: levels {:?}, {} s each after a {} s warm-up{}{}",
+        "- Machine: {} ({} cores, {} logical CPUs{})\n- Reports written: {}\n- Endpoint: `{}`, {} request bodies ({} distinct)\n- Schedule: levels {:?}, {} s each after a {} s warm-up{}{}",
         m.cpu_model,
         m.cores,
         m.logical_cpus,
         m.mem_total_mb.map_or(String::new(), |x| format!(", {x} MB RAM")),
-        first.generated_at,
+        report_times(runs),
         s.endpoint,
         s.request_pool_size,
         s.request_pool_distinct,
@@ -661,7 +676,7 @@ mod tests {
 
     #[test]
     fn side_by_side_table() {
-        let runs = vec![
+        let mut runs = vec![
             (
                 variant("unlimited", Role::A, None),
                 report(&[1.0, 1.5], 2000.0, 900.0, 0),
@@ -679,12 +694,25 @@ mod tests {
                 report(&[1.0, 1.8], 1000.0, 400.0, 0),
             ),
         ];
+        // The last variant ends later: the setup gives the span from the first report to it.
+        runs[3].1.generated_at = "2025-01-01T00:40:00Z".into();
         let sweep: Vec<(&Variant, &Report)> = runs
             .iter()
             .filter(|(v, _)| v.role == Role::Sweep)
             .map(|(v, r)| (v, r))
             .collect();
         let md = render_ab(&runs, &[1, 2], pick_best(&sweep), "enygma-loadgen ab");
+        assert!(
+            md.contains(
+                "- Reports written: 2025-01-01T00:00:00Z (first variant) to 2025-01-01T00:40:00Z (last)\n"
+            ),
+            "{md}"
+        );
+        let one = render_ab(&runs[..1], &[1, 2], None, "enygma-loadgen ab");
+        assert!(
+            one.contains("- Reports written: 2025-01-01T00:00:00Z\n"),
+            "{one}"
+        );
         assert!(md.contains("| Concurrency | Throughput (req/s) unlimited | Throughput (req/s) capped | Throughput (req/s) reference |"), "{md}");
         assert!(md.contains("| 2 | 1.50 | 1.80 | 0.60 | 800.0 | 800.0 | 800.0 | 2000.0 | 1000.0 | 4000.0 | 900.0 | 400.0 | 1800.0 | reference: 2×503 | 1.20× | 0.50× | 3.00× | 0.25× | 0.22× |"), "{md}");
         assert!(md.contains("**Best setting: `--max-inflight 2 --prove-threads 1`**"));
