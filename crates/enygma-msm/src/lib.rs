@@ -30,6 +30,8 @@ use ark_ec::{
 use ark_ff::{BigInteger, PrimeField, Zero};
 use rayon::prelude::*;
 
+#[cfg(target_arch = "x86_64")]
+pub mod ifma;
 mod precomputed;
 mod reduce;
 mod window;
