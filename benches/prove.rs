@@ -1,5 +1,6 @@
 //! Criterion benchmarks of the k=6 transfer proof (the reference's `transfer-k6.json`):
-//! request to proof on 1 thread and on all threads, witness synthesis alone, key loading.
+//! request to proof on 1 thread and on all threads, without and with the precomputed MSM
+//! tables (`enygma-server --precompute`), witness synthesis alone, key loading.
 //! Run with `cargo bench -p enygma-prover`; results with the machine go to benches/results/.
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,8 @@ fn bench(c: &mut Criterion) {
     let keys = repo().join("keys");
     let transfer6 = statements::by_stem("transfer-k6").expect("a registry instance");
     let prover = Prover::load(&keys, &[transfer6], MissingKeys::Create).expect("keys");
+    let mut with_tables = Prover::load(&keys, &[transfer6], MissingKeys::Refuse).expect("keys");
+    with_tables.precompute(&[transfer6]).expect("tables");
     let body = std::fs::read(repo().join("../shared/reference/requests/transfer-k6.json"))
         .expect("sample");
 
@@ -26,9 +29,13 @@ fn bench(c: &mut Criterion) {
             .num_threads(n)
             .build()
             .unwrap();
-        group.bench_function(format!("request to proof, {n} thread(s)"), |b| {
-            b.iter(|| pool.install(|| prover.prove(&prepare(transfer6, &body).unwrap()).unwrap()))
-        });
+        for (prover, tables) in [(&prover, ""), (&with_tables, ", precomputed tables")] {
+            group.bench_function(format!("request to proof, {n} thread(s){tables}"), |b| {
+                b.iter(|| {
+                    pool.install(|| prover.prove(&prepare(transfer6, &body).unwrap()).unwrap())
+                })
+            });
+        }
     }
     let prepared = prepare(transfer6, &body).unwrap();
     group.bench_function("parse and native checks", |b| {
