@@ -11,8 +11,9 @@
 //! Four things differ from ark-groth16: the witness map's transforms skip the bit-reversal
 //! passes ([`crate::fft`]); the five MSMs (four in G1, one in G2) can use [`enygma_msm`]
 //! (batch-affine, signed digits); they run concurrently when the rayon pool has more than
-//! one thread, where ark-groth16 runs them one after another; and B's MSMs run over the
-//! variables B has only ([`SparseProvingKey`]), not over identity points.
+//! one thread, where ark-groth16 runs them one after another, and all but H's run beside the
+//! witness map, which only H needs; and B's MSMs run over the variables B has only
+//! ([`SparseProvingKey`]), not over identity points.
 
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,8 @@ pub enum MsmBackend {
 pub struct PhaseTimings {
     /// The QAP witness map: constraint evaluation and the transforms giving `h` ([`crate::fft`]).
     pub witness_map: Duration,
-    /// Converting the assignment and `h` out of Montgomery form for the MSMs.
+    /// Converting the assignment and `h` out of Montgomery form for the MSMs (the sum of the
+    /// two, which run on different branches).
     pub to_bigint: Duration,
     pub msm_a: Duration,
     pub msm_b_g1: Duration,
@@ -224,61 +226,64 @@ pub fn create_proof<M: Rows>(
         return Err(SynthesisError::Unsatisfiable);
     }
 
-    let (h, witness_map) = timed(|| {
-        qap::witness_map(
-            &r1cs.matrices,
-            num_instance_variables,
-            r1cs.num_constraints,
-            full_assignment,
-        )
-    });
+    // Only the H MSM needs the witness map's h: A, B and L start at once, beside it, so that on
+    // two threads the transforms overlap the other four MSMs instead of preceding them.
     // Every vector below is derived from the assignment, hence from the request's secrets:
     // each is wiped when dropped (`crate::wipe`), on every path out of this function.
-    let h = Wiped::new("qap h", h?);
-    t.witness_map = witness_map;
-
-    // The constant 1 is not a scalar of the MSMs: its query point is added directly.
-    let ((assignment, h), to_bigint) = timed(|| {
-        both(
-            || {
+    // The constant 1 is not a scalar of the MSMs: its query points are added directly.
+    let (
+        h_side,
+        (to_bigint, ((l_acc, msm_l), (a_acc, msm_a)), ((b1_acc, msm_b_g1), (b2_acc, msm_b_g2))),
+    ) = both(
+        || -> Result<_, SynthesisError> {
+            let (h, witness_map) = timed(|| {
+                qap::witness_map(
+                    &r1cs.matrices,
+                    num_instance_variables,
+                    r1cs.num_constraints,
+                    full_assignment,
+                )
+            });
+            let h = Wiped::new("qap h", h?);
+            let (h, to_bigint) =
+                timed(|| h.par_iter().map(|x| x.into_bigint()).collect::<Vec<_>>());
+            let h = Wiped::new("qap h scalars", h);
+            let h_acc = timed(|| msm_g1(msm, &key.h_query, tables.map(|t| &t.h), &h));
+            Ok((witness_map, to_bigint, h_acc))
+        },
+        || {
+            let (assignment, to_bigint) = timed(|| {
                 full_assignment[1..]
                     .par_iter()
                     .map(|x| x.into_bigint())
                     .collect::<Vec<_>>()
-            },
-            || h.par_iter().map(|x| x.into_bigint()).collect::<Vec<_>>(),
-        )
-    });
-    t.to_bigint = to_bigint;
-    let (assignment, h) = (
-        Wiped::new("assignment scalars", assignment),
-        Wiped::new("qap h scalars", h),
-    );
-    let witness = &assignment[num_instance_variables - 1..];
-    let in_b = Wiped::new("b scalars", key.b_query.gather(&assignment));
-
-    let (
-        ((h_acc, msm_h), (l_acc, msm_l)),
-        ((a_acc, msm_a), ((b1_acc, msm_b_g1), (b2_acc, msm_b_g2))),
-    ) = both(
-        || {
-            both(
-                || timed(|| msm_g1(msm, &key.h_query, tables.map(|t| &t.h), &h)),
-                || timed(|| msm_g1(msm, &key.l_query, tables.map(|t| &t.l), witness)),
-            )
-        },
-        || {
-            both(
-                || timed(|| msm_g1(msm, &key.a_query[1..], tables.map(|t| &t.a), &assignment)),
+            });
+            let assignment = Wiped::new("assignment scalars", assignment);
+            let witness = &assignment[num_instance_variables - 1..];
+            let in_b = Wiped::new("b scalars", key.b_query.gather(&assignment));
+            let g1 = |bases: &[G1Affine], table, scalars: &[Scalar]| {
+                timed(|| msm_g1(msm, bases, table, scalars))
+            };
+            let (l_and_a, b) = both(
                 || {
                     both(
-                        || timed(|| msm_g1(msm, &key.b_query.g1, tables.map(|t| &t.b_g1), &in_b)),
+                        || g1(&key.l_query, tables.map(|t| &t.l), witness),
+                        || g1(&key.a_query[1..], tables.map(|t| &t.a), &assignment),
+                    )
+                },
+                || {
+                    both(
+                        || g1(&key.b_query.g1, tables.map(|t| &t.b_g1), &in_b),
                         || timed(|| msm_g2(msm, &key.b_query.g2, tables.map(|t| &t.b_g2), &in_b)),
                     )
                 },
-            )
+            );
+            (to_bigint, l_and_a, b)
         },
     );
+    let (witness_map, h_to_bigint, (h_acc, msm_h)) = h_side?;
+    t.witness_map = witness_map;
+    t.to_bigint = to_bigint + h_to_bigint;
     (t.msm_h, t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2) = (msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2);
 
     let delta_g1 = key.delta_g1;
