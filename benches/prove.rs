@@ -1,6 +1,6 @@
 //! Criterion benchmarks of the k=6 transfer proof (the reference's `transfer-k6.json`):
 //! request to proof on 1 thread and on all threads, without and with the precomputed MSM
-//! tables (`enygma-server --precompute`), witness synthesis alone, key loading.
+//! tables (`enygma-server --precompute`), witness synthesis alone, verification, key loading.
 //! Run with `cargo bench -p enygma-prover`; results with the machine go to benches/results/.
 
 use std::path::{Path, PathBuf};
@@ -43,6 +43,11 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("witness synthesis", |b| {
         b.iter(|| prover.assignment(&prepared).unwrap())
+    });
+    // What every proof's self-check and every call of the verify route costs.
+    let (response, _) = prover.prove(&prepared).unwrap();
+    group.bench_function("verify a proof", |b| {
+        b.iter(|| assert!(prover.verify(transfer6, &response).unwrap()))
     });
     group.bench_function("load keys and matrices (k=6)", |b| {
         b.iter(|| CircuitKeys::load_or_create(&keys, transfer6).unwrap())

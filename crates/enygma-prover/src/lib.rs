@@ -31,8 +31,7 @@ use std::{
 };
 
 use ark_bn254::Bn254;
-use ark_groth16::{Groth16, PreparedVerifyingKey, VerifyingKey};
-use ark_snark::SNARK;
+use ark_groth16::{PreparedVerifyingKey, VerifyingKey};
 use ark_std::UniformRand;
 use enygma_circuit::Fr;
 pub use enygma_verifier::ProofResponse;
@@ -447,9 +446,8 @@ impl Prover {
         )
         .map_err(internal)?;
         let public_inputs = &assignment[1..shape.r1cs.num_instance_variables];
-        let valid =
-            Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, public_inputs, &proof)
-                .map_err(internal)?;
+        let valid = enygma_verifier::verify_prepared(&keys.prepared_vk, &proof, public_inputs)
+            .map_err(|e| ProveError::Internal(e.to_string()))?;
         if !valid {
             return Err(ProveError::Internal("the proof did not verify".into()));
         }
@@ -507,7 +505,7 @@ impl Prover {
                 reason: format!("expected {expected} elements, got {}", inputs.len()),
             }));
         }
-        Groth16::<Bn254>::verify_with_processed_vk(&keys.prepared_vk, &inputs, &proof)
+        enygma_verifier::verify_prepared(&keys.prepared_vk, &proof, &inputs)
             .map_err(|e| ProveError::Internal(e.to_string()))
     }
 }
