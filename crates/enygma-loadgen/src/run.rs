@@ -235,7 +235,7 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
             // The priming proofs' timing lines belong to no phase.
             attach_prove_log(&srv.prove_log, &mut [], epoch).await;
         }
-        let mut phases = run_phases(
+        let (levels, soak, open, all, spans, mut notes) = run_phases(
             &job,
             &client,
             targets.clone(),
@@ -246,8 +246,9 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
             server.as_mut(),
         )
         .await?;
-        phases.5.splice(0..0, priming);
-        Ok::<Phases, anyhow::Error>(phases)
+        // A failed priming request is the run's first note.
+        notes.splice(0..0, priming);
+        Ok::<Phases, anyhow::Error>((levels, soak, open, all, spans, notes))
     }
     .await;
 

@@ -17,7 +17,7 @@ use ark_std::{UniformRand, Zero};
 use enygma_circuit::Fr;
 use enygma_prover::groth16::{
     create_proof, full_assignment, r1cs, sample_transfer, MsmBackend, PhaseTimings,
-    PrecomputedQueries, R1cs, SparseProvingKey,
+    PrecomputedQueries, SparseProvingKey,
 };
 use enygma_prover::qap::Groth16;
 use rand::SeedableRng;
@@ -50,13 +50,11 @@ fn main() {
     let (pk, vk) = Groth16::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
     eprintln!("setup {:.1} s", started.elapsed().as_secs_f64());
     let shape = r1cs(setup).unwrap();
-    let R1cs {
-        matrices,
-        num_instance_variables: instance,
-        num_constraints: constraints,
-        ..
-    } = &shape;
-    let (instance, constraints) = (*instance, *constraints);
+    let (matrices, instance, constraints) = (
+        &shape.matrices,
+        shape.num_instance_variables,
+        shape.num_constraints,
+    );
     let assignment = full_assignment(proving).unwrap();
     let key = SparseProvingKey::new(pk.clone()).unwrap();
     let tables = with_tables.then(|| {

@@ -231,10 +231,7 @@ pub fn create_proof<M: Rows>(
     // Every vector below is derived from the assignment, hence from the request's secrets:
     // each is wiped when dropped (`crate::wipe`), on every path out of this function.
     // The constant 1 is not a scalar of the MSMs: its query points are added directly.
-    let (
-        h_side,
-        (to_bigint, ((l_acc, msm_l), (a_acc, msm_a)), ((b1_acc, msm_b_g1), (b2_acc, msm_b_g2))),
-    ) = both(
+    let (h_side, assignment_side) = both(
         || -> Result<_, SynthesisError> {
             let (h, witness_map) = timed(|| {
                 qap::witness_map(
@@ -282,6 +279,8 @@ pub fn create_proof<M: Rows>(
         },
     );
     let (witness_map, h_to_bigint, (h_acc, msm_h)) = h_side?;
+    let (to_bigint, ((l_acc, msm_l), (a_acc, msm_a)), ((b1_acc, msm_b_g1), (b2_acc, msm_b_g2))) =
+        assignment_side;
     t.witness_map = witness_map;
     t.to_bigint = to_bigint + h_to_bigint;
     (t.msm_h, t.msm_l, t.msm_a, t.msm_b_g1, t.msm_b_g2) = (msm_h, msm_l, msm_a, msm_b_g1, msm_b_g2);
