@@ -116,6 +116,14 @@ async fn run(args: Args) -> Exit {
             return Exit::Startup;
         }
     };
+    // Installed before the server says it listens: from then on a SIGHUP reloads, never kills.
+    if tls.is_some() || auth.api.is_some() || auth.metrics.is_some() {
+        tokio::spawn(reload_on_sighup(
+            tls.clone(),
+            auth.clone(),
+            state.metrics.clone(),
+        ));
+    }
     let listener = match tokio::net::TcpListener::bind((args.bind, args.port)).await {
         Ok(l) => l,
         Err(e) => {
@@ -126,13 +134,6 @@ async fn run(args: Args) -> Exit {
     match listener.local_addr() {
         Ok(addr) => tracing::info!(addr = %addr, "listening"),
         Err(e) => tracing::warn!(error = %e, "listening (address unknown)"),
-    }
-    if tls.is_some() || auth.api.is_some() || auth.metrics.is_some() {
-        tokio::spawn(reload_on_sighup(
-            tls.clone(),
-            auth.clone(),
-            state.metrics.clone(),
-        ));
     }
     let (keys_dir, missing_keys) = (args.keys_dir.clone(), args.missing_keys());
     serve(

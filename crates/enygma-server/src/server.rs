@@ -160,25 +160,36 @@ pub async fn shutdown_signal() {
 /// On every SIGHUP, reads the TLS certificate, key and client CA and the token files again.
 /// What fails to load keeps its previous version (and is logged and counted); open connections
 /// are never touched.
-pub async fn reload_on_sighup(tls: Option<Arc<Tls>>, auth: Arc<Auth>, metrics: Arc<Metrics>) {
+///
+/// The handler is installed by this call, before the returned future is first polled: a SIGHUP
+/// that arrives before installation would terminate the process (the signal's default action),
+/// so the caller installs it before it announces that it listens, and spawns the loop after.
+pub fn reload_on_sighup(
+    tls: Option<Arc<Tls>>,
+    auth: Arc<Auth>,
+    metrics: Arc<Metrics>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    {
+    let hup = {
         use tokio::signal::unix::{signal, SignalKind};
-        let mut hup = match signal(SignalKind::hangup()) {
-            Ok(hup) => hup,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot install the SIGHUP handler; no reloads");
-                return;
+        signal(SignalKind::hangup())
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "cannot install the SIGHUP handler; no reloads"),
+            )
+            .ok()
+    };
+    async move {
+        #[cfg(unix)]
+        if let Some(mut hup) = hup {
+            while hup.recv().await.is_some() {
+                tracing::info!("SIGHUP: reloading the TLS files and token files");
+                reload(tls.as_deref(), &auth, &metrics);
             }
-        };
-        while hup.recv().await.is_some() {
-            tracing::info!("SIGHUP: reloading the TLS files and token files");
-            reload(tls.as_deref(), &auth, &metrics);
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (tls, auth, metrics);
+        #[cfg(not(unix))]
+        {
+            let _ = (tls, auth, metrics);
+        }
     }
 }
 
