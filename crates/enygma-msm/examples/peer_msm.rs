@@ -108,7 +108,7 @@ impl Variant {
 }
 
 /// Median time in ms of `runs` timed calls after one warm-up, and the result's coordinates.
-fn time<P: SWCurveConfig<ScalarField = Fr>>(
+fn time<P: enygma_msm::Curve>(
     bases: &[Affine<P>],
     scalars: &[Fr],
     runs: usize,

@@ -7,8 +7,9 @@
 //! `dense`: n random scalars (the h of the witness map). `witness`: the make-up of a k=6
 //! transfer's assignment (27,536 values: 41 % zeros, 24 % ones, 35 % field elements, and 8
 //! values of at most 64 bits), drawn at random over n positions. Each round times `msm` once
-//! and `msm_precomputed` once per table width (`16 13` by default); medians and ranges over the
-//! rounds, with each table's size and build time.
+//! and `msm_precomputed` once per table width (`16 13` by default), each with every arithmetic
+//! the CPU has (scalar, then IFMA where detected); medians and ranges over the rounds, with
+//! each table's size and build time.
 
 use std::time::Instant;
 
@@ -18,7 +19,7 @@ use ark_ec::{
     CurveGroup,
 };
 use ark_ff::{PrimeField, UniformRand};
-use enygma_msm::{msm, msm_precomputed, PrecomputedBases, Scalar};
+use enygma_msm::{msm, msm_precomputed_with, msm_with, Arithmetic, PrecomputedBases, Scalar};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
@@ -50,12 +51,7 @@ fn median(v: &mut [f64]) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
-fn run<P: SWCurveConfig<ScalarField = Fr>>(
-    log: usize,
-    kind: &str,
-    rounds: usize,
-    widths: &[usize],
-) {
+fn run<P: enygma_msm::Curve>(log: usize, kind: &str, rounds: usize, widths: &[usize]) {
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     let n = 1 << log;
     let bases = random_points::<P>(n, &mut rng);
@@ -75,26 +71,39 @@ fn run<P: SWCurveConfig<ScalarField = Fr>>(
         })
         .collect();
     let expected = msm(&bases, &scalars).into_affine();
-    let mut plain = Vec::new();
-    let mut pre = vec![Vec::new(); tables.len()];
+    let arithmetics = Arithmetic::available();
+    let mut plain = vec![Vec::new(); arithmetics.len()];
+    let mut pre = vec![vec![Vec::new(); arithmetics.len()]; tables.len()];
     for _ in 0..rounds {
-        let started = Instant::now();
-        assert_eq!(msm(&bases, &scalars).into_affine(), expected);
-        plain.push(started.elapsed().as_secs_f64() * 1e3);
-        for (table, times) in tables.iter().zip(&mut pre) {
+        for (a, &arithmetic) in arithmetics.iter().enumerate() {
             let started = Instant::now();
-            assert_eq!(msm_precomputed(table, &scalars).into_affine(), expected);
-            times.push(started.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(
+                msm_with(&bases, &scalars, arithmetic).into_affine(),
+                expected
+            );
+            plain[a].push(started.elapsed().as_secs_f64() * 1e3);
+            for (table, times) in tables.iter().zip(&mut pre) {
+                let started = Instant::now();
+                let sum = msm_precomputed_with(table, &scalars, arithmetic);
+                assert_eq!(sum.into_affine(), expected);
+                times[a].push(started.elapsed().as_secs_f64() * 1e3);
+            }
         }
     }
-    let (p, lo, hi) = median(&mut plain);
-    println!("msm: {p:.1} ms ({lo:.1}-{hi:.1})");
-    for (c, times) in widths.iter().zip(&mut pre) {
-        let (m, lo, hi) = median(times);
+    let (scalar_plain, _, _) = median(&mut plain[0].clone());
+    for (a, arithmetic) in arithmetics.iter().enumerate() {
+        let (p, lo, hi) = median(&mut plain[a]);
         println!(
-            "msm_precomputed c = {c}: {m:.1} ms ({lo:.1}-{hi:.1}), {:.2}x msm",
-            m / p
+            "msm {arithmetic:?}: {p:.1} ms ({lo:.1}-{hi:.1}), {:.2}x msm Scalar",
+            p / scalar_plain
         );
+        for (c, times) in widths.iter().zip(&mut pre) {
+            let (m, lo, hi) = median(&mut times[a]);
+            println!(
+                "msm_precomputed {arithmetic:?} c = {c}: {m:.1} ms ({lo:.1}-{hi:.1}), {:.2}x msm Scalar",
+                m / scalar_plain
+            );
+        }
     }
 }
 

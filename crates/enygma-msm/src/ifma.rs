@@ -5,8 +5,8 @@
 //! Kept in 52-bit radix across many operations (converting around each single operation is
 //! known to lose to scalar code), eight lanes beat the scalar 64-bit Montgomery code: 5.1x
 //! arkworks' throughput for `Fq` and `Fq2` products on Zen 4
-//! (`benches/results/2026-12-04-ifma-field.md`). This module is the measured foundation for
-//! that: the field arithmetic only. **The MSM does not use it yet.**
+//! (`benches/results/2026-12-04-ifma-field.md`). This module is the field arithmetic and its
+//! conversions; `crate::lanes` builds the bucket additions on it.
 //!
 //! What: [`Fq8`] holds eight `ark_bn254::Fq` elements, one per 64-bit lane, as five limbs of
 //! 52 bits (limb `k` of every lane in one `__m512i`), in Montgomery form with `R = 2^260`:
@@ -21,20 +21,22 @@
 //!
 //! The arithmetic functions carry `#[target_feature(enable = "avx512f,avx512ifma")]`: call
 //! them from a function with the same features (where they inline) after
-//! `is_x86_feature_detected!("avx512ifma")` returned true. Conversions from and to arkworks
-//! go through the canonical integers and are not meant to be fast.
+//! `is_x86_feature_detected!("avx512ifma")` returned true. [`Fq8::from_fq`] and
+//! [`Fq8::to_fq`] go through the canonical integers, for tests; the MSM converts with
+//! [`Fq8::from_arkworks`] and [`Fq8::to_arkworks`], one vector product each.
 
 use ark_bn254::{Fq, Fq2};
-use ark_ff::{Field, PrimeField};
+use ark_ff::{AdditiveGroup, Field, PrimeField};
 use core::arch::x86_64::{
-    __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_madd52hi_epu64, _mm512_madd52lo_epu64,
-    _mm512_mask_blend_epi64, _mm512_set1_epi64, _mm512_setzero_si512, _mm512_srai_epi64,
-    _mm512_srli_epi64, _mm512_sub_epi64, _mm512_test_epi64_mask,
+    __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_cmpeq_epi64_mask, _mm512_madd52hi_epu64,
+    _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_set1_epi64, _mm512_setzero_si512,
+    _mm512_srai_epi64, _mm512_srli_epi64, _mm512_sub_epi64, _mm512_test_epi64_mask,
 };
 
 /// Lanes per vector: 512 bits of 64-bit lanes.
 pub const LANES: usize = 8;
-const LIMBS: usize = 5;
+/// Limbs per `Fq` element.
+pub const LIMBS: usize = 5;
 const LIMB_MASK: u64 = (1 << 52) - 1;
 
 /// The radix-2^52 limbs of a 256-bit little-endian integer (its top four bits land in the
@@ -87,6 +89,34 @@ const P_INV_NEG: u64 = {
     inv.wrapping_neg() & LIMB_MASK
 };
 
+/// Arkworks' Montgomery representation of `256`, i.e. the integer `2^264 mod p`: multiplying
+/// arkworks' representation `a·2^256` by it in our form (which divides by `2^260`) gives
+/// `a·2^260`, our representation of `a`.
+const FROM_ARKWORKS: [u64; LIMBS] = {
+    const TWO_POW_8: Fq = ark_ff::MontFp!("256");
+    radix52(TWO_POW_8.0 .0)
+};
+/// Arkworks' representation of `1`, i.e. `2^256 mod p`: multiplying our `a·2^260` by it gives
+/// arkworks' `a·2^256`.
+const TO_ARKWORKS: [u64; LIMBS] = radix52(<Fq as Field>::ONE.0 .0);
+
+/// The four 64-bit words of a radix-2^52 integer below `2^256`.
+const fn words(limbs: [u64; LIMBS]) -> [u64; 4] {
+    [
+        limbs[0] | limbs[1] << 52,
+        limbs[1] >> 12 | limbs[2] << 40,
+        limbs[2] >> 24 | limbs[3] << 28,
+        limbs[3] >> 36 | limbs[4] << 16,
+    ]
+}
+
+/// One `Fq` element's limbs in our form, converted on the scalar side: our representation of
+/// `a` is `a·2^260`, which is arkworks' representation of `16·a` (four doublings, no product).
+pub fn limbs_of(x: &Fq) -> [u64; LIMBS] {
+    let sixteen_x = x.double().double().double().double();
+    radix52(sixteen_x.0 .0)
+}
+
 /// Eight `Fq` elements in 52-bit radix Montgomery form (`R = 2^260`), lazily reduced to
 /// `[0, 2p)`; see the module documentation for the invariant.
 #[derive(Clone, Copy, Debug)]
@@ -129,6 +159,96 @@ impl Fq8 {
         Self {
             limbs: limbs.map(to_vector),
         }
+    }
+
+    /// Eight arkworks elements, converted with one vector product: their Montgomery
+    /// representations (`a·2^256`, below `p`) are already valid inputs of ours, standing for
+    /// `a/16`, and the product by [`FROM_ARKWORKS`] turns them into `a·2^260`.
+    ///
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn from_arkworks(elements: [&Fq; LANES]) -> Self {
+        let mut limbs = [[0u64; LANES]; LIMBS];
+        for (lane, x) in elements.iter().enumerate() {
+            for (k, limb) in radix52(x.0 .0).into_iter().enumerate() {
+                limbs[k][lane] = limb;
+            }
+        }
+        Self::from_limb_lanes(limbs).mul(Self::splat(FROM_ARKWORKS))
+    }
+
+    /// The eight elements as arkworks values: one vector product by [`TO_ARKWORKS`], a
+    /// conditional subtraction of `p` to reach the canonical representation, and a repacking.
+    ///
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn to_arkworks(self) -> [Fq; LANES] {
+        let canonical = subtract_if_not_below(self.mul(Self::splat(TO_ARKWORKS)).limbs, P);
+        let limbs = canonical.limb_lanes();
+        core::array::from_fn(|lane| {
+            let raw = words(core::array::from_fn(|k| limbs[k][lane]));
+            Fq::new_unchecked(ark_ff::BigInt(raw))
+        })
+    }
+
+    /// Eight stored elements (limbs in our form, each satisfying the invariant).
+    #[inline]
+    pub fn gather(elements: [&[u64; LIMBS]; LANES]) -> Self {
+        Self::from_limb_lanes(core::array::from_fn(|k| {
+            core::array::from_fn(|lane| elements[lane][k])
+        }))
+    }
+
+    /// Each lane's limbs, the inverse of [`Fq8::gather`].
+    #[inline]
+    pub fn split(self) -> [[u64; LIMBS]; LANES] {
+        let limbs = self.limb_lanes();
+        core::array::from_fn(|lane| core::array::from_fn(|k| limbs[k][lane]))
+    }
+
+    /// The same element in every lane.
+    #[inline]
+    fn splat(limbs: [u64; LIMBS]) -> Self {
+        Self::from_limb_lanes(limbs.map(|limb| [limb; LANES]))
+    }
+
+    /// `1` in every lane.
+    #[inline]
+    pub fn one() -> Self {
+        Self::splat(limbs_of(&Fq::ONE))
+    }
+
+    /// The lanes (as a bit mask) whose value is `0 mod p`: represented by `0` or `p`.
+    ///
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn zero_lanes(self) -> u8 {
+        let (mut zero, mut p) = (0xff, 0xff);
+        for (limb, p_limb) in self.limbs.into_iter().zip(P) {
+            zero &= _mm512_cmpeq_epi64_mask(limb, _mm512_setzero_si512());
+            p &= _mm512_cmpeq_epi64_mask(limb, _mm512_set1_epi64(p_limb as i64));
+        }
+        zero | p
+    }
+
+    /// `if_set` in the lanes of `mask`, `self` elsewhere.
+    ///
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn blend(self, mask: u8, if_set: Self) -> Self {
+        let mut limbs = self.limbs;
+        for (k, limb) in limbs.iter_mut().enumerate() {
+            *limb = _mm512_mask_blend_epi64(mask, *limb, if_set.limbs[k]);
+        }
+        Self { limbs }
     }
 
     pub fn from_fq(elements: &[Fq; LANES]) -> Self {
@@ -287,6 +407,111 @@ impl Fq2x8 {
     pub fn to_fq2(&self) -> [Fq2; LANES] {
         let (c0, c1) = (self.c0.to_fq(), self.c1.to_fq());
         core::array::from_fn(|lane| Fq2::new(c0[lane], c1[lane]))
+    }
+
+    /// See [`Fq8::from_arkworks`].
+    ///
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn from_arkworks(elements: [&Fq2; LANES]) -> Self {
+        Self {
+            c0: Fq8::from_arkworks(elements.map(|x| &x.c0)),
+            c1: Fq8::from_arkworks(elements.map(|x| &x.c1)),
+        }
+    }
+
+    /// See [`Fq8::to_arkworks`].
+    ///
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn to_arkworks(self) -> [Fq2; LANES] {
+        let (c0, c1) = (self.c0.to_arkworks(), self.c1.to_arkworks());
+        core::array::from_fn(|lane| Fq2::new(c0[lane], c1[lane]))
+    }
+
+    /// See [`Fq8::gather`]: the two coefficients' limbs, `c0` first.
+    #[inline]
+    pub fn gather(elements: [&[[u64; LIMBS]; 2]; LANES]) -> Self {
+        Self {
+            c0: Fq8::gather(elements.map(|x| &x[0])),
+            c1: Fq8::gather(elements.map(|x| &x[1])),
+        }
+    }
+
+    /// See [`Fq8::split`].
+    #[inline]
+    pub fn split(self) -> [[[u64; LIMBS]; 2]; LANES] {
+        let (c0, c1) = (self.c0.split(), self.c1.split());
+        core::array::from_fn(|lane| [c0[lane], c1[lane]])
+    }
+
+    #[inline]
+    pub fn one() -> Self {
+        Self {
+            c0: Fq8::one(),
+            c1: Fq8::splat([0; LIMBS]),
+        }
+    }
+
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn zero_lanes(self) -> u8 {
+        self.c0.zero_lanes() & self.c1.zero_lanes()
+    }
+
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn blend(self, mask: u8, if_set: Self) -> Self {
+        Self {
+            c0: self.c0.blend(mask, if_set.c0),
+            c1: self.c1.blend(mask, if_set.c1),
+        }
+    }
+
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn add(self, rhs: Self) -> Self {
+        Self {
+            c0: self.c0.add(rhs.c0),
+            c1: self.c1.add(rhs.c1),
+        }
+    }
+
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn sub(self, rhs: Self) -> Self {
+        Self {
+            c0: self.c0.sub(rhs.c0),
+            c1: self.c1.sub(rhs.c1),
+        }
+    }
+
+    /// `(c0 + c1)(c0 - c1) + 2·c0·c1·u`: two base products instead of three.
+    ///
+    /// # Safety
+    /// Callable only where AVX-512 F and IFMA are enabled.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    pub fn square(self) -> Self {
+        let sum = self.c0.add_unreduced(self.c1);
+        let difference = self.c0.sub(self.c1);
+        let cross = self.c0.mul(self.c1);
+        Self {
+            c0: sum.mul(difference),
+            c1: cross.add(cross),
+        }
     }
 
     /// Karatsuba: `(a0·b0 - a1·b1) + ((a0+a1)(b0+b1) - a0·b0 - a1·b1)·u`, three base-field
@@ -678,6 +903,120 @@ mod tests {
             }
         }
         assert_eq!(a.to_fq2(), x);
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn arkworks_round_trip(x: &[Fq; LANES]) -> (Fq8, [Fq; LANES]) {
+        let v = Fq8::from_arkworks(core::array::from_fn(|lane| &x[lane]));
+        (v, v.to_arkworks())
+    }
+
+    #[test]
+    fn fast_conversions_match_the_slow_ones() {
+        if !ifma() {
+            return;
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(6);
+        let edges = edge_elements();
+        let mut inputs: Vec<[Fq; LANES]> = (0..100).map(|_| random_fq8(&mut rng)).collect();
+        inputs.push(core::array::from_fn(|lane| edges[lane]));
+        inputs.push(core::array::from_fn(|lane| edges[(lane + 2) % edges.len()]));
+        for x in inputs {
+            // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
+            let (v, back) = unsafe { arkworks_round_trip(&x) };
+            assert_invariant(&v);
+            assert_eq!(v.to_fq(), x, "from_arkworks");
+            assert_eq!(back, x, "to_arkworks");
+            let scalar = Fq8::gather(
+                core::array::from_fn(|lane| &x[lane])
+                    .map(limbs_of)
+                    .each_ref(),
+            );
+            assert_invariant(&scalar);
+            assert_eq!(scalar.to_fq(), x, "limbs_of");
+            assert_eq!(Fq8::gather(scalar.split().each_ref()).to_fq(), x, "split");
+        }
+        // Every representation of [0, 2p) comes back canonical.
+        let representations = edge_representations();
+        let v = from_representations(&representations);
+        // SAFETY: as above.
+        let back = unsafe { v.to_arkworks() };
+        assert_eq!(back, v.to_fq());
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn zero_lanes_and_blend(v: Fq8) -> (u8, [Fq; LANES]) {
+        (v.zero_lanes(), v.blend(0b1010_1010, Fq8::one()).to_fq())
+    }
+
+    #[test]
+    fn zero_lanes_are_the_representations_of_zero() {
+        if !ifma() {
+            return;
+        }
+        // Lanes: 0, p, 1, p - 1, 2p - 1, 2^254, 0, p.
+        let lanes = [[0; LIMBS], P, radix52([1, 0, 0, 0]), {
+            let mut p_minus_one = <Fq as PrimeField>::MODULUS;
+            p_minus_one.sub_with_borrow(&ark_ff::BigInt::from(1u64));
+            radix52(p_minus_one.0)
+        }];
+        let mut all = lanes.to_vec();
+        all.extend(edge_representations()[6..7].iter().copied());
+        all.push(radix52([0, 0, 0, 1 << 62]));
+        all.extend([[0; LIMBS], P]);
+        let v = from_representations(&all);
+        let values = v.to_fq();
+        // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
+        let (zero, blended) = unsafe { zero_lanes_and_blend(v) };
+        assert_eq!(zero, 0b1100_0011);
+        for lane in 0..LANES {
+            let expected = if lane % 2 == 1 {
+                Fq::one()
+            } else {
+                values[lane]
+            };
+            assert_eq!(blended[lane], expected, "blend lane {lane}");
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    fn fq2_ops(a: Fq2x8, b: Fq2x8) -> [[Fq2; LANES]; 4] {
+        let (sum, difference, square) = (a.add(b), a.sub(b), a.square());
+        for x in [sum, difference, square] {
+            assert_invariant(&x.c0);
+            assert_invariant(&x.c1);
+        }
+        let zero = a.sub(a).zero_lanes();
+        assert_eq!(zero, 0xff, "a - a is zero in every lane");
+        let elements = a.to_fq2();
+        let converted = Fq2x8::from_arkworks(core::array::from_fn(|lane| &elements[lane]));
+        [
+            sum.to_fq2(),
+            difference.to_fq2(),
+            square.to_fq2(),
+            converted.to_arkworks(),
+        ]
+    }
+
+    #[test]
+    fn fq2_additions_squares_and_conversions_match_arkworks() {
+        if !ifma() {
+            return;
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        for _ in 0..200 {
+            let x: [Fq2; LANES] = core::array::from_fn(|_| Fq2::rand(&mut rng));
+            let y: [Fq2; LANES] = core::array::from_fn(|_| Fq2::rand(&mut rng));
+            // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
+            let [sum, difference, square, converted] =
+                unsafe { fq2_ops(Fq2x8::from_fq2(&x), Fq2x8::from_fq2(&y)) };
+            for lane in 0..LANES {
+                assert_eq!(sum[lane], x[lane] + y[lane]);
+                assert_eq!(difference[lane], x[lane] - y[lane]);
+                assert_eq!(square[lane], x[lane].square());
+                assert_eq!(converted[lane], x[lane]);
+            }
+        }
     }
 
     #[test]

@@ -22,11 +22,12 @@
 //! G1 one, but so does the mixed Jacobian addition it replaces, and the inversion it amortises
 //! is one Fq inversion plus a few products.
 //!
-//! `ifma` (x86_64 only) holds BN254 `Fq` and `Fq2` arithmetic eight lanes at a time with
-//! AVX-512 IFMA, tested against arkworks and measured at 5.1x its throughput on Zen 4; the MSM
-//! does not use it yet (issue 16: the batch-affine bucket additions are where it would go).
+//! On x86_64 CPUs with AVX-512 IFMA the bucket additions run eight at a time in 52-bit radix
+//! ([`ifma`] for the field, `lanes` for the additions), chosen at run time
+//! ([`Arithmetic::detected`]); the scalar path on arkworks' field stays, and the tests hold
+//! both to the same results.
 
-use ark_bn254::Fr;
+use ark_bn254::{g1, g2, Fr};
 use ark_ec::{
     short_weierstrass::{Affine, Projective, SWCurveConfig},
     AdditiveGroup, AffineRepr,
@@ -36,12 +37,73 @@ use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
 pub mod ifma;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 mod precomputed;
 mod reduce;
 mod window;
 
-pub use precomputed::{msm_precomputed, precomputed_window_bits, PrecomputedBases};
-use window::Window;
+pub use precomputed::{
+    msm_precomputed, msm_precomputed_with, precomputed_window_bits, PrecomputedBases,
+};
+
+/// A group of BN254 the MSM serves: G1 or G2, each with its base field eight lanes at a time.
+pub trait Curve: SWCurveConfig<ScalarField = Fr> {
+    #[cfg(target_arch = "x86_64")]
+    #[doc(hidden)]
+    type Lanes: lanes::LaneField<Element = Self::BaseField>;
+}
+
+impl Curve for g1::Config {
+    #[cfg(target_arch = "x86_64")]
+    type Lanes = ifma::Fq8;
+}
+
+impl Curve for g2::Config {
+    #[cfg(target_arch = "x86_64")]
+    type Lanes = ifma::Fq2x8;
+}
+
+/// The field arithmetic of the bucket additions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arithmetic {
+    /// arkworks' 64-bit Montgomery arithmetic, one addition at a time.
+    Scalar,
+    /// AVX-512 IFMA, eight additions at a time (x86_64 CPUs that have it).
+    #[cfg(target_arch = "x86_64")]
+    Ifma,
+}
+
+impl Arithmetic {
+    /// The fastest this CPU runs: [`Arithmetic::Ifma`] where AVX-512 F and IFMA are detected,
+    /// unless the environment sets `ENYGMA_MSM_ARITHMETIC=scalar` (for comparing the two in
+    /// one build, or as a way out should the vector path misbehave on some CPU).
+    pub fn detected() -> Self {
+        static CHOSEN: std::sync::OnceLock<Arithmetic> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            let forced_scalar = std::env::var("ENYGMA_MSM_ARITHMETIC").is_ok_and(|v| v == "scalar");
+            Self::available()
+                .into_iter()
+                .rfind(|&a| !forced_scalar || a == Arithmetic::Scalar)
+                .unwrap_or(Arithmetic::Scalar)
+        })
+    }
+
+    /// Every arithmetic this CPU can run, scalar first.
+    pub fn available() -> Vec<Self> {
+        let mut all = vec![Arithmetic::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        if Self::ifma_detected() {
+            all.push(Arithmetic::Ifma);
+        }
+        all
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn ifma_detected() -> bool {
+        is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512ifma")
+    }
+}
 
 /// A scalar in canonical form (`< r`), as `Fr::into_bigint` returns it.
 pub type Scalar = <Fr as PrimeField>::BigInt;
@@ -71,9 +133,15 @@ pub fn window_bits(n: usize) -> usize {
 ///
 /// Witness vectors are mostly 0 and ±1 (bits, flags): those are skipped or added directly,
 /// and the window width is chosen for the remaining scalars only.
-pub fn msm<P: SWCurveConfig<ScalarField = Fr>>(
+pub fn msm<P: Curve>(bases: &[Affine<P>], scalars: &[Scalar]) -> Projective<P> {
+    msm_with(bases, scalars, Arithmetic::detected())
+}
+
+/// [`msm`] with the given arithmetic (one of [`Arithmetic::available`]).
+pub fn msm_with<P: Curve>(
     bases: &[Affine<P>],
     scalars: &[Scalar],
+    arithmetic: Arithmetic,
 ) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let one = Scalar::from(1u64);
@@ -93,27 +161,29 @@ pub fn msm<P: SWCurveConfig<ScalarField = Fr>>(
             rest.push(i as u32);
         }
     }
-    units + pippenger(bases, scalars, &rest, window_bits(rest.len()))
+    units + pippenger(bases, scalars, &rest, window_bits(rest.len()), arithmetic)
 }
 
 /// [`msm`] without the special cases, with a fixed window width `c` in `2..=15` (the digits
 /// are stored in 16 bits).
-pub fn msm_with_window<P: SWCurveConfig<ScalarField = Fr>>(
+pub fn msm_with_window<P: Curve>(
     bases: &[Affine<P>],
     scalars: &[Scalar],
     c: usize,
+    arithmetic: Arithmetic,
 ) -> Projective<P> {
     let n = bases.len().min(scalars.len());
     let all: Vec<u32> = (0..n as u32).collect();
-    pippenger(bases, scalars, &all, c)
+    pippenger(bases, scalars, &all, c, arithmetic)
 }
 
 /// `Σ scalars[i] · bases[i]` over `i` in `indices`.
-fn pippenger<P: SWCurveConfig<ScalarField = Fr>>(
+fn pippenger<P: Curve>(
     bases: &[Affine<P>],
     scalars: &[Scalar],
     indices: &[u32],
     c: usize,
+    arithmetic: Arithmetic,
 ) -> Projective<P> {
     assert!((2..=15).contains(&c), "window width {c} outside 2..=15");
     let m = indices.len();
@@ -137,7 +207,7 @@ fn pippenger<P: SWCurveConfig<ScalarField = Fr>>(
         .map(|w| {
             let points = indices.iter().map(|&i| &bases[i as usize]);
             let digits = digits[w..].iter().step_by(windows).map(|&d| u32::from(d));
-            Window::<P>::new(1 << (c - 1)).sum(points.zip(digits))
+            window::bucket_sums(1 << (c - 1), points.zip(digits), arithmetic).0
         })
         .collect();
 
@@ -224,9 +294,7 @@ mod test_support {
     use ark_std::UniformRand;
     use rand_chacha::ChaCha20Rng;
 
-    /// A group of BN254 the MSM serves.
-    pub(crate) trait Group: SWCurveConfig<ScalarField = Fr> {}
-    impl<P: SWCurveConfig<ScalarField = Fr>> Group for P {}
+    pub(crate) use crate::Curve as Group;
 
     /// Every test named runs on G1 and on G2.
     macro_rules! on_g1_and_g2 {
@@ -275,17 +343,26 @@ mod tests {
         Projective::<P>::msm_bigint(bases, scalars)
     }
 
+    /// Every arithmetic the CPU has (scalar, and IFMA where detected) against arkworks.
     fn check<P: Group>(bases: &[Affine<P>], scalars: &[Scalar], what: &str) {
         let expected = reference(bases, scalars);
         assert_eq!(msm(bases, scalars), expected, "{what}: n = {}", bases.len());
-        // Every window width must agree, not just the one the cost model picks.
-        for c in [2, 5, 8, 13] {
+        for arithmetic in Arithmetic::available() {
             assert_eq!(
-                msm_with_window(bases, scalars, c),
+                msm_with(bases, scalars, arithmetic),
                 expected,
-                "{what}: n = {}, c = {c}",
+                "{what}: n = {}, {arithmetic:?}",
                 bases.len()
             );
+            // Every window width must agree, not just the one the cost model picks.
+            for c in [2, 5, 8, 13] {
+                assert_eq!(
+                    msm_with_window(bases, scalars, c, arithmetic),
+                    expected,
+                    "{what}: n = {}, c = {c}, {arithmetic:?}",
+                    bases.len()
+                );
+            }
         }
     }
 

@@ -21,7 +21,9 @@ use ark_ec::{
 use ark_ff::{BigInteger, PrimeField, Zero};
 use rayon::prelude::*;
 
-use crate::{for_each_signed_digit, Scalar, Window, FILL_COST, FOLDED_BITS, REDUCE_COST};
+use crate::{
+    for_each_signed_digit, window, Arithmetic, Curve, Scalar, FILL_COST, FOLDED_BITS, REDUCE_COST,
+};
 
 /// Field multiplications per bucket of the batch-affine reduction ([`crate::reduce`]): two
 /// affine additions.
@@ -57,7 +59,7 @@ pub struct PrecomputedBases<P: SWCurveConfig> {
     table: Vec<Affine<P>>,
 }
 
-impl<P: SWCurveConfig<ScalarField = Fr>> PrecomputedBases<P> {
+impl<P: Curve> PrecomputedBases<P> {
     /// The table for `bases` with the window width the cost model picks for their number.
     pub fn new(bases: &[Affine<P>]) -> Self {
         Self::with_window(bases, precomputed_window_bits(bases.len()))
@@ -142,9 +144,15 @@ type Chunk<P> = (Vec<(u32, u32)>, Projective<P>);
 ///
 /// Scalars must be canonical (`< r`). As in [`crate::msm`], 0 is skipped and ±1 adds the base
 /// directly (equal digits would all meet in one bucket and serialise the batched additions).
-pub fn msm_precomputed<P: SWCurveConfig<ScalarField = Fr>>(
+pub fn msm_precomputed<P: Curve>(table: &PrecomputedBases<P>, scalars: &[Scalar]) -> Projective<P> {
+    msm_precomputed_with(table, scalars, Arithmetic::detected())
+}
+
+/// [`msm_precomputed`] with the given arithmetic (one of [`Arithmetic::available`]).
+pub fn msm_precomputed_with<P: Curve>(
     table: &PrecomputedBases<P>,
     scalars: &[Scalar],
+    arithmetic: Arithmetic,
 ) -> Projective<P> {
     let n = table.len.min(scalars.len());
     let (c, windows) = (table.c, table.windows);
@@ -186,7 +194,6 @@ pub fn msm_precomputed<P: SWCurveConfig<ScalarField = Fr>>(
         .into_par_iter()
         .map(|p| {
             let (lo, hi) = (buckets * p / parts, buckets * (p + 1) / parts);
-            let mut window = Window::<P>::new(hi - lo);
             let mine = entries
                 .iter()
                 .flat_map(|e| e.iter())
@@ -197,9 +204,8 @@ pub fn msm_precomputed<P: SWCurveConfig<ScalarField = Fr>>(
                         (&table.table[t as usize], local)
                     })
                 });
-            window.fill(mine);
             // Σ (m - lo)·B_m from the local buckets, plus lo · Σ B_m.
-            let (weighted, plain) = window.reduce();
+            let (weighted, plain) = window::bucket_sums(hi - lo, mine, arithmetic);
             weighted + plain.mul_bigint([lo as u64])
         })
         .collect();
@@ -244,12 +250,14 @@ mod tests {
                     .num_threads(threads)
                     .build()
                     .unwrap();
-                assert_eq!(
-                    pool.install(|| msm_precomputed(&table, scalars)),
-                    expected,
-                    "{what}: n = {}, c = {c}, {threads} threads",
-                    bases.len()
-                );
+                for arithmetic in Arithmetic::available() {
+                    assert_eq!(
+                        pool.install(|| msm_precomputed_with(&table, scalars, arithmetic)),
+                        expected,
+                        "{what}: n = {}, c = {c}, {threads} threads, {arithmetic:?}",
+                        bases.len()
+                    );
+                }
             }
         }
     }

@@ -1,80 +1,185 @@
 //! The buckets of one Pippenger window, filled with batch-affine additions.
+//!
+//! [`Window`] owns the scheduling: which addition joins the current batch, which waits in the
+//! queue because its bucket already has one, which spills to a Jacobian overflow. How the
+//! buckets are stored and a batch is computed belongs to a [`BucketStore`]: [`AffineBuckets`]
+//! on arkworks' field arithmetic, or `lanes::LaneBuckets` eight additions at a time with
+//! AVX-512 IFMA.
 
 use ark_ec::{
     short_weierstrass::{Affine, Projective, SWCurveConfig},
-    AdditiveGroup, AffineRepr, CurveGroup,
+    AffineRepr, CurveGroup,
 };
 use ark_ff::{Field, Zero};
 
 use crate::reduce::{reduce_batch_affine, BatchAdder};
+use crate::{Arithmetic, Curve};
 
 /// Windows with at least this many buckets are reduced in batch-affine form
 /// ([`reduce_batch_affine`]); the plain MSM's narrower windows (1,024 buckets at 2^15 points)
 /// keep the running sums they were measured with.
 pub(crate) const BATCH_AFFINE_REDUCTION: usize = 4096;
 
-/// One pending batch-affine addition `buckets[bucket] += point`.
-#[derive(Clone, Copy)]
-struct Addition<P: SWCurveConfig> {
-    bucket: u32,
-    doubling: bool,
-    point: Affine<P>,
+/// `(Σ (i + 1) · bucket_i, Σ bucket_i)` of the window with `buckets` buckets filled from
+/// `items` (see [`Window::fill`]), computed with `arithmetic`.
+pub(crate) fn bucket_sums<'a, P: Curve>(
+    buckets: usize,
+    items: impl Iterator<Item = (&'a Affine<P>, u32)>,
+    arithmetic: Arithmetic,
+) -> (Projective<P>, Projective<P>) {
+    match arithmetic {
+        Arithmetic::Scalar => {
+            let mut window = Window::<P, AffineBuckets<P>>::new(AffineBuckets::new(buckets));
+            window.fill(items);
+            window.reduce()
+        }
+        #[cfg(target_arch = "x86_64")]
+        Arithmetic::Ifma => {
+            let store = crate::lanes::LaneBuckets::<P>::new(buckets)
+                .expect("Arithmetic::Ifma is only chosen where the CPU has AVX-512 IFMA");
+            let mut window = Window::new(store);
+            window.fill(items);
+            window.reduce()
+        }
+    }
+}
+
+/// Where a window's bucket sums live and how a batch of additions into them is computed.
+pub(crate) trait BucketStore<P: SWCurveConfig> {
+    fn len(&self) -> usize;
+    fn is_empty_bucket(&self, bucket: usize) -> bool;
+    /// Sets an empty bucket to `point`.
+    fn put(&mut self, bucket: usize, point: &Affine<P>);
+    /// `buckets[b] += point` for every `(b, point)` of `batch`, whose buckets are distinct and
+    /// not empty, with one field inversion for the whole batch. An addition whose bucket holds
+    /// `point` or `-point` (a zero denominator) goes to `overflow[b]` instead.
+    fn add_batch(&mut self, batch: &[(u32, Affine<P>)], overflow: &mut [Projective<P>]);
+    /// The bucket sums, the identity for an empty bucket.
+    fn into_affine(self) -> Vec<Affine<P>>;
+}
+
+/// Buckets as arkworks affine points (the identity marks an empty one).
+pub(crate) struct AffineBuckets<P: SWCurveConfig> {
+    buckets: Vec<Affine<P>>,
+    /// Per addition of the batch: its denominator (1 when exceptional), the product of the
+    /// denominators before it, and whether it is exceptional.
+    denominators: Vec<P::BaseField>,
+    prefix: Vec<P::BaseField>,
+    exceptional: Vec<bool>,
+}
+
+impl<P: SWCurveConfig> AffineBuckets<P> {
+    pub(crate) fn new(buckets: usize) -> Self {
+        Self {
+            buckets: vec![Affine::identity(); buckets],
+            denominators: Vec::new(),
+            prefix: Vec::new(),
+            exceptional: Vec::new(),
+        }
+    }
+}
+
+impl<P: SWCurveConfig> BucketStore<P> for AffineBuckets<P> {
+    fn len(&self) -> usize {
+        self.buckets.len()
+    }
+
+    fn is_empty_bucket(&self, bucket: usize) -> bool {
+        self.buckets[bucket].is_zero()
+    }
+
+    fn put(&mut self, bucket: usize, point: &Affine<P>) {
+        self.buckets[bucket] = *point;
+    }
+
+    fn add_batch(&mut self, batch: &[(u32, Affine<P>)], overflow: &mut [Projective<P>]) {
+        self.denominators.clear();
+        self.prefix.clear();
+        self.exceptional.clear();
+        let mut product = P::BaseField::ONE;
+        for (bucket, point) in batch {
+            let denominator = point.x - self.buckets[*bucket as usize].x;
+            let exceptional = denominator.is_zero();
+            let denominator = if exceptional {
+                P::BaseField::ONE
+            } else {
+                denominator
+            };
+            self.prefix.push(product);
+            product *= denominator;
+            self.denominators.push(denominator);
+            self.exceptional.push(exceptional);
+        }
+        let mut inverse = product.inverse().expect("denominators are non-zero");
+        for (i, (bucket, point)) in batch.iter().enumerate().rev() {
+            let inv_i = inverse * self.prefix[i];
+            inverse *= self.denominators[i];
+            let b = *bucket as usize;
+            if self.exceptional[i] {
+                overflow[b] += point;
+                continue;
+            }
+            let q = self.buckets[b];
+            let lambda = (point.y - q.y) * inv_i;
+            let x = lambda.square() - q.x - point.x;
+            let y = lambda * (q.x - x) - q.y;
+            self.buckets[b] = Affine::new_unchecked(x, y);
+        }
+    }
+
+    fn into_affine(self) -> Vec<Affine<P>> {
+        self.buckets
+    }
+}
+
+#[cfg(test)]
+impl<P: SWCurveConfig> AffineBuckets<P> {
+    pub(crate) fn buckets_for_tests(&self) -> &[Affine<P>] {
+        &self.buckets
+    }
 }
 
 /// The buckets of one window and the batch of additions waiting for their shared inversion.
-pub(crate) struct Window<P: SWCurveConfig> {
-    /// Affine bucket sums; the identity marks an empty bucket.
-    buckets: Vec<Affine<P>>,
-    /// Additions that could not be batched because their bucket was already in the batch and
-    /// the queue was full: mixed Jacobian additions, rare for random scalars, but the bulk for
-    /// many equal scalars (0/1 witnesses), where batching cannot help.
+pub(crate) struct Window<P: SWCurveConfig, S: BucketStore<P>> {
+    store: S,
+    /// Additions that could not be batched: an exceptional one (the bucket held the point or
+    /// its negation), or one whose bucket was already in the batch while the queue was full.
+    /// Mixed Jacobian additions, rare for random scalars, but the bulk for many equal scalars
+    /// (0/1 witnesses), where batching cannot help.
     overflow: Vec<Projective<P>>,
     /// Whether a bucket already has an addition in `batch`: a bucket can take only one
     /// addition per inversion.
     pending: Vec<bool>,
-    batch: Vec<Addition<P>>,
-    /// Denominators of `batch`, inverted in place by `flush`.
-    denominators: Vec<P::BaseField>,
-    prefix: Vec<P::BaseField>,
+    batch: Vec<(u32, Affine<P>)>,
     /// Additions that met a pending bucket, retried after the next flush.
     queue: Vec<(u32, Affine<P>)>,
     batch_capacity: usize,
     queue_capacity: usize,
 }
 
-impl<P: SWCurveConfig> Window<P> {
-    /// Empty buckets for the digit magnitudes `1..=buckets` (bucket `k` takes magnitude `k + 1`).
-    pub(crate) fn new(buckets: usize) -> Self {
+impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
+    /// A window over `store`'s buckets: bucket `k` takes magnitude `k + 1`.
+    pub(crate) fn new(store: S) -> Self {
+        let buckets = store.len();
         // Large batches amortise the inversion (~330 multiplications on the test machine) but
         // collide more often with buckets already in the batch; half the buckets measured
         // slightly better than a quarter, the collisions wait in the queue.
         let batch_capacity = (buckets / 2).clamp(16, 1024);
         let queue_capacity = batch_capacity / 2;
         Self {
-            buckets: vec![Affine::identity(); buckets],
+            store,
             overflow: vec![Projective::zero(); buckets],
             pending: vec![false; buckets],
             batch: Vec::with_capacity(batch_capacity),
-            denominators: Vec::with_capacity(batch_capacity),
-            prefix: Vec::with_capacity(batch_capacity),
             queue: Vec::with_capacity(queue_capacity),
             batch_capacity,
             queue_capacity,
         }
     }
 
-    /// `Σ digit · point` over `(point, digit)` pairs, each digit encoded as
-    /// `magnitude << 1 | negative` with a magnitude in `0..=buckets` (0 is skipped).
-    pub(crate) fn sum<'a>(
-        mut self,
-        items: impl Iterator<Item = (&'a Affine<P>, u32)>,
-    ) -> Projective<P> {
-        self.fill(items);
-        self.reduce().0
-    }
-
-    /// Adds every point of `items` to the bucket of its digit (see [`Window::sum`]) and
-    /// completes the pending additions.
+    /// Adds `digit · point` for every `(point, digit)` of `items`, each digit encoded as
+    /// `magnitude << 1 | negative` with a magnitude in `0..=buckets` (0 is skipped), to the
+    /// bucket of its magnitude, and completes the pending additions.
     pub(crate) fn fill<'a>(&mut self, items: impl Iterator<Item = (&'a Affine<P>, u32)>) {
         for (base, digit) in items {
             if digit < 2 || base.is_zero() {
@@ -130,34 +235,16 @@ impl<P: SWCurveConfig> Window<P> {
         }
     }
 
-    /// Adds `point` to a bucket that is not pending. The exceptional cases are settled here,
-    /// while the bucket's value is final, so that no denominator of the batch is zero: an
-    /// empty bucket takes the point, `Q + (-Q)` empties the bucket (and so does `Q + Q` for a
-    /// point of order 2, `y = 0`, which BN254's odd-order groups do not have), and any other
-    /// `Q + Q` is batched as a doubling.
+    /// Adds `point` to a bucket that is not pending: an empty bucket takes the point, any
+    /// other joins the batch (the store settles `Q + Q` and `Q + (-Q)` there).
     fn schedule(&mut self, bucket: u32, point: Affine<P>) {
         let b = bucket as usize;
-        let current = self.buckets[b];
-        if current.is_zero() {
-            self.buckets[b] = point;
+        if self.store.is_empty_bucket(b) {
+            self.store.put(b, &point);
             return;
         }
-        let (doubling, denominator) = if current.x == point.x {
-            if current.y != point.y || current.y.is_zero() {
-                self.buckets[b] = Affine::identity();
-                return;
-            }
-            (true, current.y.double())
-        } else {
-            (false, point.x - current.x)
-        };
         self.pending[b] = true;
-        self.batch.push(Addition {
-            bucket,
-            doubling,
-            point,
-        });
-        self.denominators.push(denominator);
+        self.batch.push((bucket, point));
     }
 
     /// Performs the batched additions with one inversion for all of them.
@@ -165,58 +252,35 @@ impl<P: SWCurveConfig> Window<P> {
         if self.batch.is_empty() {
             return;
         }
-        self.prefix.clear();
-        let mut product = P::BaseField::ONE;
-        for d in &self.denominators {
-            self.prefix.push(product);
-            product *= d;
-        }
-        let mut inverse = product.inverse().expect("denominators are non-zero");
-        for i in (0..self.batch.len()).rev() {
-            let inv_i = inverse * self.prefix[i];
-            inverse *= self.denominators[i];
-            let Addition {
-                bucket,
-                doubling,
-                point,
-            } = self.batch[i];
-            let b = bucket as usize;
-            let q = self.buckets[b];
-            let lambda = if doubling {
-                let xx = q.x.square();
-                (xx.double() + xx + P::COEFF_A) * inv_i
-            } else {
-                (point.y - q.y) * inv_i
-            };
-            let x = lambda.square() - q.x - point.x;
-            let y = lambda * (q.x - x) - q.y;
-            self.buckets[b] = Affine::new_unchecked(x, y);
-            self.pending[b] = false;
+        self.store.add_batch(&self.batch, &mut self.overflow);
+        for &(bucket, _) in &self.batch {
+            self.pending[bucket as usize] = false;
         }
         self.batch.clear();
-        self.denominators.clear();
     }
 
     /// `(Σ (i + 1) · bucket_i, Σ bucket_i)`: with running sums, or in batch-affine form for
     /// the wide windows of precomputed tables.
-    pub(crate) fn reduce(mut self) -> (Projective<P>, Projective<P>) {
-        if self.buckets.len() >= BATCH_AFFINE_REDUCTION {
+    pub(crate) fn reduce(self) -> (Projective<P>, Projective<P>) {
+        let mut buckets = self.store.into_affine();
+        let overflow = self.overflow;
+        if buckets.len() >= BATCH_AFFINE_REDUCTION {
             // Fold the rare Jacobian overflow into the affine buckets first.
-            let spilled: Vec<usize> = (0..self.buckets.len())
-                .filter(|&b| !self.overflow[b].is_zero())
+            let spilled: Vec<usize> = (0..buckets.len())
+                .filter(|&b| !overflow[b].is_zero())
                 .collect();
-            let extra: Vec<Projective<P>> = spilled.iter().map(|&b| self.overflow[b]).collect();
+            let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
             let extra = Projective::normalize_batch(&extra);
-            let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| self.buckets[b]).collect();
+            let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
             BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
             for (&b, sum) in spilled.iter().zip(acc) {
-                self.buckets[b] = sum;
+                buckets[b] = sum;
             }
-            return reduce_batch_affine(&self.buckets);
+            return reduce_batch_affine(&buckets);
         }
         let mut running = Projective::<P>::zero();
         let mut total = Projective::<P>::zero();
-        for (bucket, overflow) in self.buckets.iter().zip(&self.overflow).rev() {
+        for (bucket, overflow) in buckets.iter().zip(&overflow).rev() {
             running += bucket;
             if !overflow.is_zero() {
                 running += overflow;

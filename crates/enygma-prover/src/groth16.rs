@@ -176,7 +176,7 @@ impl PrecomputedQueries {
     /// bases (a variable outside A has the identity there, in every key) and last bases.
     /// A guard against wiring the tables of another key, not a proof of origin.
     fn are_for(&self, key: &SparseProvingKey) -> bool {
-        fn same<P: ark_ec::short_weierstrass::SWCurveConfig<ScalarField = Fr>>(
+        fn same<P: enygma_msm::Curve>(
             table: &PrecomputedBases<P>,
             bases: &[ark_ec::short_weierstrass::Affine<P>],
         ) -> bool {
