@@ -16,11 +16,12 @@
 use ark_bn254::{Fq, Fq2};
 use ark_ec::{
     short_weierstrass::{Affine, Projective},
-    AffineRepr,
+    AffineRepr, CurveGroup,
 };
-use ark_ff::Field;
+use ark_ff::{Field, Zero};
 
 use crate::ifma::{self, Fq2x8, Fq8, LANES, LIMBS};
+use crate::reduce::combine_segments;
 use crate::window::BucketStore;
 use crate::Curve;
 
@@ -134,6 +135,11 @@ lane_field!(Fq2x8, Fq2, [[u64; LIMBS]; 2], |x: &Fq2| [
 type Lanes<P> = <P as Curve>::Lanes;
 type Limbs<P> = <Lanes<P> as LaneField>::Limbs;
 
+/// Segments of the batch-affine reduction advanced together (see [`crate::reduce`]): a round
+/// of additions shares one inversion (a scalar inversion and the conversions of eight chain
+/// ends, a few microseconds), so more segments than the scalar reduction's 256 pay here.
+const REDUCE_SEGMENTS: usize = 512;
+
 /// One group of eight additions between the forward and the back pass.
 struct Group<L> {
     point: (L, L),
@@ -156,49 +162,56 @@ impl<P: Curve> LaneBuckets<P> {
     /// `None` on a CPU without AVX-512 IFMA: the only way to build one, so that its methods
     /// may use the instructions.
     pub(crate) fn new(buckets: usize) -> Option<Self> {
-        crate::Arithmetic::ifma_detected().then(|| Self {
+        crate::Arithmetic::ifma_detected().then(|| Self::new_unchecked(buckets))
+    }
+
+    /// For the reduction's accumulators, built where IFMA was already checked.
+    fn new_unchecked(buckets: usize) -> Self {
+        Self {
             coordinates: vec![Default::default(); buckets],
             filled: vec![false; buckets],
             groups: Vec::new(),
-        })
+        }
     }
 
-    /// See [`BucketStore::add_batch`].
+    /// `bucket[target(i)] += addend(i)` for `i` in `0..len`, the targets distinct and filled,
+    /// with one inversion for all of them; `addend` gathers eight entries' `(x, y)` at once.
+    /// An exceptional addition (the bucket holds the addend or its negation) is left to
+    /// `exceptional(i)`.
     ///
     /// # Safety
-    /// AVX-512 F and IFMA must be available (they are: [`LaneBuckets::new`] checked).
+    /// AVX-512 F and IFMA must be available.
     #[target_feature(enable = "avx512f,avx512ifma")]
-    unsafe fn add_batch_in_lanes(
+    unsafe fn add_in_lanes(
         &mut self,
-        batch: &[(u32, Affine<P>)],
-        overflow: &mut [Projective<P>],
+        len: usize,
+        target: impl Fn(usize) -> usize,
+        addend: impl Fn([usize; LANES]) -> (Lanes<P>, Lanes<P>),
+        mut exceptional: impl FnMut(usize),
     ) {
         let one = Lanes::<P>::one();
         self.groups.clear();
         let mut product = one;
-        for chunk in batch.chunks(LANES) {
+        for start in (0..len).step_by(LANES) {
             // A short last group repeats its last addition in the spare lanes, which are
             // neither counted in the chains nor written back.
-            let entry = |lane: usize| &chunk[lane.min(chunk.len() - 1)];
-            let present = (1u16 << chunk.len()).wrapping_sub(1) as u8;
-            let bucket = |lane| &self.coordinates[entry(lane).0 as usize];
-            let point = (
-                Lanes::<P>::from_arkworks(core::array::from_fn(|lane| &entry(lane).1.x)),
-                Lanes::<P>::from_arkworks(core::array::from_fn(|lane| &entry(lane).1.y)),
-            );
+            let entries: [usize; LANES] = core::array::from_fn(|lane| (start + lane).min(len - 1));
+            let present = (1u16 << (len - start).min(LANES)).wrapping_sub(1) as u8;
+            let point = addend(entries);
+            let bucket = |lane: usize| &self.coordinates[target(entries[lane])];
             let q = (
                 Lanes::<P>::gather(core::array::from_fn(|lane| &bucket(lane)[0])),
                 Lanes::<P>::gather(core::array::from_fn(|lane| &bucket(lane)[1])),
             );
             let denominator = point.0.sub(q.0);
-            let exceptional = denominator.zero_lanes() & present;
-            let denominator = denominator.blend(!present | exceptional, one);
+            let zero = denominator.zero_lanes() & present;
+            let denominator = denominator.blend(!present | zero, one);
             self.groups.push(Group {
                 point,
                 bucket: q,
                 denominator,
                 prefix: product,
-                written: present & !exceptional,
+                written: present & !zero,
             });
             product = product.mul(denominator);
         }
@@ -207,7 +220,7 @@ impl<P: Curve> LaneBuckets<P> {
         ark_ff::batch_inversion(&mut ends);
         let mut inverse = Lanes::<P>::from_arkworks(core::array::from_fn(|lane| &ends[lane]));
 
-        for (chunk, group) in batch.chunks(LANES).zip(&self.groups).rev() {
+        for (g, group) in self.groups.iter().enumerate().rev() {
             let inv = inverse.mul(group.prefix);
             inverse = inverse.mul(group.denominator);
             let (px, py) = group.point;
@@ -216,19 +229,68 @@ impl<P: Curve> LaneBuckets<P> {
             let x = lambda.square().sub(qx).sub(px);
             let y = lambda.mul(qx.sub(x)).sub(qy);
             let (x, y) = (x.split(), y.split());
-            for (lane, (bucket, point)) in chunk.iter().enumerate() {
-                let b = *bucket as usize;
+            for lane in 0..(len - g * LANES).min(LANES) {
+                let i = g * LANES + lane;
                 if group.written >> lane & 1 == 1 {
-                    self.coordinates[b] = [x[lane], y[lane]];
+                    self.coordinates[target(i)] = [x[lane], y[lane]];
                 } else {
-                    overflow[b] += point;
+                    exceptional(i);
                 }
             }
         }
     }
 
+    /// See [`BucketStore::add_batch`].
+    ///
     /// # Safety
-    /// As [`LaneBuckets::add_batch_in_lanes`].
+    /// As [`LaneBuckets::add_in_lanes`].
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    unsafe fn add_batch_in_lanes(
+        &mut self,
+        batch: &[(u32, Affine<P>)],
+        overflow: &mut [Projective<P>],
+    ) {
+        self.add_in_lanes(
+            batch.len(),
+            |i| batch[i].0 as usize,
+            // SAFETY: called within `add_in_lanes`, where the features are enabled.
+            |entries| unsafe {
+                (
+                    Lanes::<P>::from_arkworks(entries.map(|i| &batch[i].1.x)),
+                    Lanes::<P>::from_arkworks(entries.map(|i| &batch[i].1.y)),
+                )
+            },
+            |i| overflow[batch[i].0 as usize] += &batch[i].1,
+        );
+    }
+
+    /// Bucket `b` as an arkworks point (the identity if empty); for the rare cases.
+    ///
+    /// # Safety
+    /// As [`LaneBuckets::add_in_lanes`].
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    unsafe fn affine(&self, b: usize) -> Affine<P> {
+        if !self.filled[b] {
+            return Affine::identity();
+        }
+        let [x, y] = &self.coordinates[b];
+        let (x, y) = (
+            Lanes::<P>::gather([x; LANES]).to_arkworks(),
+            Lanes::<P>::gather([y; LANES]).to_arkworks(),
+        );
+        Affine::new_unchecked(x[0], y[0])
+    }
+
+    /// Sets bucket `b` to `point`, or empties it for the identity.
+    fn set(&mut self, b: usize, point: &Affine<P>) {
+        self.filled[b] = !point.is_zero();
+        if self.filled[b] {
+            self.put(b, point);
+        }
+    }
+
+    /// # Safety
+    /// As [`LaneBuckets::add_in_lanes`].
     #[target_feature(enable = "avx512f,avx512ifma")]
     unsafe fn to_affine_in_lanes(&self) -> Vec<Affine<P>> {
         let mut affine = Vec::with_capacity(self.coordinates.len());
@@ -247,6 +309,119 @@ impl<P: Curve> LaneBuckets<P> {
             }
         }
         affine
+    }
+
+    /// The batch-affine reduction of [`crate::reduce::reduce_batch_affine`] on these buckets,
+    /// in lanes: `REDUCE_SEGMENTS` running sums `R` and weighted sums `T` advance one bucket per
+    /// step, `R += B` then `T += R`, each a round of [`LaneBuckets::add_in_lanes`]. The
+    /// exceptional additions go to Jacobian overflows beside the accumulators; `T`'s takes
+    /// `R`'s at every step, as `T` takes `R`.
+    ///
+    /// # Safety
+    /// As [`LaneBuckets::add_in_lanes`].
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    unsafe fn reduce_in_lanes(&self) -> (Projective<P>, Projective<P>) {
+        let m = self.filled.len();
+        let segments = REDUCE_SEGMENTS.min(m.max(1));
+        let segment = m.div_ceil(segments);
+        let mut running = Self::new_unchecked(segments);
+        let mut total = Self::new_unchecked(segments);
+        let mut running_overflow = vec![Projective::<P>::zero(); segments];
+        let mut total_overflow = vec![Projective::<P>::zero(); segments];
+        let mut targets = Vec::with_capacity(segments);
+        for t in (0..segment).rev() {
+            // R[ℓ] += B[ℓ·S + t]
+            targets.clear();
+            for l in 0..segments {
+                let k = l * segment + t;
+                if k >= m || !self.filled[k] {
+                    continue;
+                }
+                if running.filled[l] {
+                    targets.push(l);
+                } else {
+                    running.coordinates[l] = self.coordinates[k];
+                    running.filled[l] = true;
+                }
+            }
+            let bucket = |l: usize| l * segment + t;
+            running.add_in_lanes(
+                targets.len(),
+                |i| targets[i],
+                |entries| {
+                    let b = entries.map(|i| &self.coordinates[bucket(targets[i])]);
+                    (
+                        Lanes::<P>::gather(b.map(|c| &c[0])),
+                        Lanes::<P>::gather(b.map(|c| &c[1])),
+                    )
+                },
+                // SAFETY: called within `add_in_lanes`, where the features are enabled.
+                |i| running_overflow[targets[i]] += unsafe { self.affine(bucket(targets[i])) },
+            );
+
+            // T[ℓ] += R[ℓ]
+            targets.clear();
+            for l in 0..segments {
+                if !running_overflow[l].is_zero() {
+                    total_overflow[l] += running_overflow[l];
+                }
+                if !running.filled[l] {
+                    continue;
+                }
+                if total.filled[l] {
+                    targets.push(l);
+                } else {
+                    total.coordinates[l] = running.coordinates[l];
+                    total.filled[l] = true;
+                }
+            }
+            total.add_in_lanes(
+                targets.len(),
+                |i| targets[i],
+                |entries| {
+                    let r = entries.map(|i| &running.coordinates[targets[i]]);
+                    (
+                        Lanes::<P>::gather(r.map(|c| &c[0])),
+                        Lanes::<P>::gather(r.map(|c| &c[1])),
+                    )
+                },
+                // SAFETY: as above.
+                |i| total_overflow[targets[i]] += unsafe { running.affine(targets[i]) },
+            );
+        }
+        let sums = |accumulators: &Self, overflow: Vec<Projective<P>>| -> Vec<Projective<P>> {
+            // SAFETY: as above.
+            let affine = unsafe { accumulators.to_affine_in_lanes() };
+            affine.iter().zip(overflow).map(|(a, o)| o + a).collect()
+        };
+        let (running, total) = (
+            sums(&running, running_overflow),
+            sums(&total, total_overflow),
+        );
+        combine_segments(&running, &total, segment)
+    }
+
+    /// See [`BucketStore::reduce_wide`].
+    ///
+    /// # Safety
+    /// As [`LaneBuckets::add_in_lanes`].
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    unsafe fn reduce_wide_in_lanes(
+        mut self,
+        overflow: &[Projective<P>],
+    ) -> (Projective<P>, Projective<P>) {
+        // Fold the rare Jacobian overflow into the buckets first, on the scalar side.
+        let spilled: Vec<usize> = (0..overflow.len())
+            .filter(|&b| !overflow[b].is_zero())
+            .collect();
+        let sums: Vec<Projective<P>> = spilled
+            .iter()
+            .map(|&b| overflow[b] + self.affine(b))
+            .collect();
+        for (&b, sum) in spilled.iter().zip(Projective::normalize_batch(&sums)) {
+            self.set(b, &sum);
+        }
+        self.reduce_in_lanes()
     }
 }
 
@@ -277,6 +452,11 @@ impl<P: Curve> BucketStore<P> for LaneBuckets<P> {
         // SAFETY: as in `add_batch`.
         unsafe { self.to_affine_in_lanes() }
     }
+
+    fn reduce_wide(self, overflow: &[Projective<P>]) -> (Projective<P>, Projective<P>) {
+        // SAFETY: as in `add_batch`.
+        unsafe { self.reduce_wide_in_lanes(overflow) }
+    }
 }
 
 #[cfg(test)]
@@ -289,7 +469,10 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha20Rng;
 
-    on_g1_and_g2!(batches_match_the_scalar_store);
+    on_g1_and_g2!(
+        batches_match_the_scalar_store,
+        wide_reduction_matches_the_running_sum
+    );
 
     /// The same batches through both stores leave the same buckets and the same overflow:
     /// batches of every length around the lane count (short last groups), with additions of a
@@ -338,6 +521,60 @@ mod tests {
             Projective::normalize_batch(&overflow_lanes),
             Projective::normalize_batch(&overflow_scalar)
         );
+    }
+
+    /// `(Σ (k + 1)·(B_k + O_k), Σ (B_k + O_k))` the slow way.
+    fn reference<P: Group>(
+        buckets: &[Affine<P>],
+        overflow: &[Projective<P>],
+    ) -> (Projective<P>, Projective<P>) {
+        let (mut running, mut total) = (Projective::zero(), Projective::zero());
+        for (b, o) in buckets.iter().zip(overflow).rev() {
+            running += *o + b;
+            total += running;
+        }
+        (total, running)
+    }
+
+    /// Bucket counts around the segment count and the lane count; empty, equal and opposite
+    /// buckets (so running sums double and cancel), and overflow in some buckets, one of them
+    /// cancelling its bucket.
+    fn wide_reduction_matches_the_running_sum<P: Group>() {
+        if LaneBuckets::<P>::new(1).is_none() {
+            eprintln!("skipped: this CPU has no AVX-512 IFMA");
+            return;
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(43);
+        let p = random_bases::<P>(1, &mut rng)[0];
+        for m in [1, 7, 511, 512, 513, 4096, 4099] {
+            let random = random_bases::<P>(m, &mut rng);
+            for shape in ["random", "mixed", "equal"] {
+                let buckets: Vec<Affine<P>> = (0..m)
+                    .map(|k| match (shape, k % 5) {
+                        ("random", _) | ("mixed", 4) => random[k],
+                        ("mixed", 0) => Affine::identity(),
+                        ("mixed", 3) => -p,
+                        _ => p,
+                    })
+                    .collect();
+                let mut overflow = vec![Projective::<P>::zero(); m];
+                for k in (0..m).step_by(97) {
+                    overflow[k] = random[(k * 7) % m].into_group();
+                }
+                if m > 5 && !buckets[5].is_zero() {
+                    overflow[5] = (-buckets[5]).into_group();
+                }
+                let mut store = LaneBuckets::<P>::new(m).unwrap();
+                for (k, b) in buckets.iter().enumerate() {
+                    store.set(k, b);
+                }
+                assert_eq!(
+                    store.reduce_wide(&overflow),
+                    reference(&buckets, &overflow),
+                    "m = {m}, {shape}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -118,17 +118,30 @@ pub(crate) fn reduce_batch_affine<P: SWCurveConfig>(
         adder.add_pairs(&mut running, |lane| bucket(lane, t));
         adder.add_pairs(&mut total, |lane| running[lane]);
     }
+    let projective = |points: &[Affine<P>]| points.iter().map(|p| p.into_group()).collect();
+    let (running, total): (Vec<_>, Vec<_>) = (projective(&running), projective(&total));
+    combine_segments(&running, &total, segment)
+}
+
+/// `(Σ (k + 1)·B_k, Σ B_k)` from the segments' final sums: segment `ℓ` covers the buckets
+/// `ℓ·S .. ℓ·S + S - 1` (`S = segment`), `running[ℓ]` is the sum of its buckets and `total[ℓ]`
+/// is `Σ_t (t + 1)·B_{ℓ·S + t}`.
+pub(crate) fn combine_segments<P: SWCurveConfig>(
+    running: &[Projective<P>],
+    total: &[Projective<P>],
+    segment: usize,
+) -> (Projective<P>, Projective<P>) {
     // Σ_k (k + 1)·B_k = Σ_ℓ (total[ℓ] + ℓ·S·running[ℓ]), and Σ_ℓ ℓ·running[ℓ] is a running sum
-    // over the lanes.
+    // over the segments.
     let mut sum = Projective::<P>::zero();
     let mut weighted_lanes = Projective::<P>::zero();
     let mut weighted = Projective::<P>::zero();
-    for lane in (0..lanes).rev() {
+    for (running, total) in running.iter().zip(total).rev() {
         weighted_lanes += &sum;
-        sum += &running[lane];
-        weighted += &total[lane];
+        sum += running;
+        weighted += total;
     }
-    // The loop adds running[ℓ] to `weighted_lanes` once per lane below ℓ: ℓ times.
+    // The loop adds running[ℓ] to `weighted_lanes` once per segment below ℓ: ℓ times.
     weighted += weighted_lanes.mul_bigint([segment as u64]);
     (weighted, sum)
 }

@@ -56,6 +56,26 @@ pub(crate) trait BucketStore<P: SWCurveConfig> {
     fn add_batch(&mut self, batch: &[(u32, Affine<P>)], overflow: &mut [Projective<P>]);
     /// The bucket sums, the identity for an empty bucket.
     fn into_affine(self) -> Vec<Affine<P>>;
+
+    /// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` in batch-affine form, for wide
+    /// windows: the rare overflow is folded into the buckets first.
+    fn reduce_wide(self, overflow: &[Projective<P>]) -> (Projective<P>, Projective<P>)
+    where
+        Self: Sized,
+    {
+        let mut buckets = self.into_affine();
+        let spilled: Vec<usize> = (0..buckets.len())
+            .filter(|&b| !overflow[b].is_zero())
+            .collect();
+        let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
+        let extra = Projective::normalize_batch(&extra);
+        let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
+        BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
+        for (&b, sum) in spilled.iter().zip(acc) {
+            buckets[b] = sum;
+        }
+        reduce_batch_affine(&buckets)
+    }
 }
 
 /// Buckets as arkworks affine points (the identity marks an empty one).
@@ -262,25 +282,13 @@ impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
     /// `(Σ (i + 1) · bucket_i, Σ bucket_i)`: with running sums, or in batch-affine form for
     /// the wide windows of precomputed tables.
     pub(crate) fn reduce(self) -> (Projective<P>, Projective<P>) {
-        let mut buckets = self.store.into_affine();
-        let overflow = self.overflow;
-        if buckets.len() >= BATCH_AFFINE_REDUCTION {
-            // Fold the rare Jacobian overflow into the affine buckets first.
-            let spilled: Vec<usize> = (0..buckets.len())
-                .filter(|&b| !overflow[b].is_zero())
-                .collect();
-            let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
-            let extra = Projective::normalize_batch(&extra);
-            let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
-            BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
-            for (&b, sum) in spilled.iter().zip(acc) {
-                buckets[b] = sum;
-            }
-            return reduce_batch_affine(&buckets);
+        if self.store.len() >= BATCH_AFFINE_REDUCTION {
+            return self.store.reduce_wide(&self.overflow);
         }
+        let buckets = self.store.into_affine();
         let mut running = Projective::<P>::zero();
         let mut total = Projective::<P>::zero();
-        for (bucket, overflow) in buckets.iter().zip(&overflow).rev() {
+        for (bucket, overflow) in buckets.iter().zip(&self.overflow).rev() {
             running += bucket;
             if !overflow.is_zero() {
                 running += overflow;
