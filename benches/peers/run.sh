@@ -6,7 +6,9 @@
 #   ROUNDS=5 RUNS=7 SIZES="15" GROUPS_="g1" THREADS="1" VARIANTS="plain pre" benches/peers/run.sh
 #
 # VARIANTS are enygma-msm's: `plain` (msm, the default), `pre` (msm_precomputed with the
-# cost model's window width; the table is built before the timing), `pre<c>` (width c).
+# cost model's window width; the table is built before the timing), `pre<c>` (width c); each
+# with a `-scalar` suffix (`plain-scalar`) times the scalar bucket additions instead of AVX-512
+# IFMA, so that one run measures what IFMA gives.
 #
 # Each round runs gnark then enygma (the order alternates between rounds) for each setting;
 # each run prints the median of RUNS timed MSMs after a warm-up. The table gives the median over

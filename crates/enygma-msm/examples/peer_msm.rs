@@ -3,10 +3,11 @@
 //!
 //! `cargo run --release -p enygma-msm --example peer_msm -- write <dir>` writes 2^16 random
 //! scalars and G1 and G2 bases (the formats are those `benches/peers/gnark/main.go` reads);
-//! `... -- run <dir> <g1|g2> <log2 size> <threads> <runs> [plain|pre|pre<c>]` prints the median
-//! time of `msm` (plain, the default) or of `msm_precomputed` (`pre`: the table's own window
-//! width, `pre14`: width 14) over the first 2^log of them and the result, in the line format
-//! of the Go side. The table is built before the timing, as a prover builds it when it loads
+//! `... -- run <dir> <g1|g2> <log2 size> <threads> <runs> [plain|pre|pre<c>][-scalar]` prints
+//! the median time of `msm` (plain, the default) or of `msm_precomputed` (`pre`: the table's
+//! own window width, `pre14`: width 14) over the first 2^log of them and the result, in the
+//! line format of the Go side; `-scalar` times the scalar bucket arithmetic instead of the
+//! CPU's fastest (AVX-512 IFMA where there is one). The table is built before the timing, as a prover builds it when it loads
 //! a key; its size and build time go to stderr.
 //!
 //! The timed work is the same as gnark's `G1Affine.MultiExp`: scalars out of Montgomery form,
@@ -20,7 +21,7 @@ use ark_ec::{
     CurveGroup,
 };
 use ark_ff::{BigInteger, PrimeField, UniformRand};
-use enygma_msm::{msm_precomputed, PrecomputedBases};
+use enygma_msm::{msm_precomputed_with, Arithmetic, PrecomputedBases};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
@@ -94,7 +95,16 @@ enum Variant {
 }
 
 impl Variant {
-    fn parse(s: &str) -> Self {
+    /// The variant and its arithmetic: a `-scalar` suffix (`plain-scalar`, `pre-scalar`) times
+    /// the scalar bucket additions, without it the CPU's fastest ([`Arithmetic::detected`]).
+    fn parse(s: &str) -> (Self, Arithmetic) {
+        match s.strip_suffix("-scalar") {
+            Some(s) => (Self::parse_msm(s), Arithmetic::Scalar),
+            None => (Self::parse_msm(s), Arithmetic::detected()),
+        }
+    }
+
+    fn parse_msm(s: &str) -> Self {
         match s {
             "plain" => Variant::Plain,
             "pre" => Variant::Precomputed(None),
@@ -112,7 +122,7 @@ fn time<P: enygma_msm::Curve>(
     bases: &[Affine<P>],
     scalars: &[Fr],
     runs: usize,
-    variant: Variant,
+    (variant, arithmetic): (Variant, Arithmetic),
     coordinates: impl Fn(&Affine<P>) -> String,
 ) -> (f64, String) {
     let table = match variant {
@@ -136,8 +146,8 @@ fn time<P: enygma_msm::Curve>(
     let msm = || {
         let s: Vec<_> = scalars.par_iter().map(|s| s.into_bigint()).collect();
         match &table {
-            None => enygma_msm::msm(bases, &s),
-            Some(table) => msm_precomputed(table, &s),
+            None => enygma_msm::msm_with(bases, &s, arithmetic),
+            Some(table) => msm_precomputed_with(table, &s, arithmetic),
         }
         .into_affine()
     };

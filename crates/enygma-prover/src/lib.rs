@@ -34,6 +34,9 @@ use ark_bn254::Bn254;
 use ark_groth16::{PreparedVerifyingKey, VerifyingKey};
 use ark_std::UniformRand;
 use enygma_circuit::Fr;
+/// The MSMs' bucket arithmetic on this CPU (AVX-512 IFMA where detected), for the server's
+/// start-up log.
+pub use enygma_msm::Arithmetic as MsmArithmetic;
 pub use enygma_verifier::ProofResponse;
 pub use keys::{KeyError, MissingKeys};
 pub use request::RequestError;

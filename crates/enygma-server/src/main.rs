@@ -72,6 +72,7 @@ async fn run(args: Args) -> Exit {
         require_keys = args.require_keys,
         precompute = %precomputed_stems.join(","),
         pin_cpus = admission.pin_cpus,
+        msm_arithmetic = ?enygma_prover::MsmArithmetic::detected(),
         "starting enygma-server"
     );
     if args.require_keys {
