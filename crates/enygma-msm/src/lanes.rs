@@ -1,14 +1,16 @@
-//! A window's buckets with AVX-512 IFMA: the batch-affine additions of [`crate::window`]
-//! computed eight at a time, on the field arithmetic of [`crate::ifma`].
+//! A window's buckets with AVX-512 IFMA: the batch-affine additions of [`crate::window`], and
+//! the wide windows' batch-affine reduction of [`crate::reduce`], computed eight at a time on
+//! the field arithmetic of [`crate::ifma`].
 //!
 //! Why it is shaped this way:
 //! - A batch of additions is cut into groups of eight, one addition per lane, so Montgomery's
 //!   trick runs as eight interleaved chains: the prefix products of the forward pass and the
 //!   back pass are vector products, and the eight chain ends share one scalar inversion.
-//! - Buckets stay in radix 2^52 (our Montgomery form) for the whole window and go back to
-//!   arkworks' form once, for the reduction. Points arrive in arkworks' form (the proving key's,
-//!   shared with every other user of the key) and are converted as they are gathered, one
-//!   vector product per coordinate ([`crate::ifma::Fq8::from_arkworks`]).
+//! - Buckets stay in radix 2^52 (our Montgomery form) for the whole window: a wide window is
+//!   reduced in lanes too, a narrow one goes back to arkworks' form once for its running sums.
+//!   Points arrive in arkworks' form (the proving key's, shared with the scalar path and every
+//!   other user of the key) and are converted as they are gathered, one vector product per
+//!   coordinate ([`crate::ifma::Fq8::from_arkworks`]).
 //! - The exceptional additions (the bucket holds the point or its negation) show as a zero
 //!   denominator in their lane; that lane's denominator is replaced by 1 and the point goes to
 //!   the bucket's Jacobian overflow, so no coordinate is compared on the scalar side.
@@ -26,11 +28,8 @@ use crate::window::BucketStore;
 use crate::Curve;
 
 /// A base field eight elements at a time: what the bucket additions need of [`Fq8`] (G1) and
-/// [`Fq2x8`] (G2).
-///
-/// # Safety
-/// The `unsafe` methods need AVX-512 F and IFMA; they are only called from functions that
-/// enable both, on a CPU where they were detected.
+/// [`Fq2x8`] (G2). Its `unsafe` methods need AVX-512 F and IFMA; they are only called from
+/// functions that enable both, on a CPU where they were detected.
 pub trait LaneField: Copy {
     /// The arkworks field.
     type Element: Field;
@@ -189,6 +188,10 @@ impl<P: Curve> LaneBuckets<P> {
         addend: impl Fn([usize; LANES]) -> (Lanes<P>, Lanes<P>),
         mut exceptional: impl FnMut(usize),
     ) {
+        if len == 0 {
+            // The reduction's first rounds only copy into empty accumulators.
+            return;
+        }
         let one = Lanes::<P>::one();
         self.groups.clear();
         let mut product = one;
@@ -273,12 +276,48 @@ impl<P: Curve> LaneBuckets<P> {
         if !self.filled[b] {
             return Affine::identity();
         }
-        let [x, y] = &self.coordinates[b];
-        let (x, y) = (
-            Lanes::<P>::gather([x; LANES]).to_arkworks(),
-            Lanes::<P>::gather([y; LANES]).to_arkworks(),
+        affine_of(&self.coordinates[b])
+    }
+
+    /// `self[ℓ] += source(ℓ)` for every accumulator `ℓ` that has a source: copied into an
+    /// empty accumulator, added in lanes to the others (the targets are gathered in `targets`,
+    /// scratch space kept by the caller). An exceptional addition goes to `overflow[ℓ]`.
+    ///
+    /// # Safety
+    /// As [`LaneBuckets::add_in_lanes`].
+    #[target_feature(enable = "avx512f,avx512ifma")]
+    unsafe fn accumulate<'a>(
+        &mut self,
+        targets: &mut Vec<usize>,
+        source: impl Fn(usize) -> Option<&'a [Limbs<P>; 2]>,
+        overflow: &mut [Projective<P>],
+    ) where
+        Limbs<P>: 'a,
+    {
+        targets.clear();
+        for l in 0..self.filled.len() {
+            let Some(point) = source(l) else { continue };
+            if self.filled[l] {
+                targets.push(l);
+            } else {
+                self.coordinates[l] = *point;
+                self.filled[l] = true;
+            }
+        }
+        let addend = |i: usize| source(targets[i]).expect("a target has a source");
+        self.add_in_lanes(
+            targets.len(),
+            |i| targets[i],
+            |entries| {
+                let points = entries.map(addend);
+                (
+                    Lanes::<P>::gather(points.map(|c| &c[0])),
+                    Lanes::<P>::gather(points.map(|c| &c[1])),
+                )
+            },
+            // SAFETY: called within `add_in_lanes`, where the features are enabled.
+            |i| overflow[targets[i]] += unsafe { affine_of::<P>(addend(i)) },
         );
-        Affine::new_unchecked(x[0], y[0])
     }
 
     /// Sets bucket `b` to `point`, or empties it for the identity.
@@ -330,67 +369,28 @@ impl<P: Curve> LaneBuckets<P> {
         let mut total_overflow = vec![Projective::<P>::zero(); segments];
         let mut targets = Vec::with_capacity(segments);
         for t in (0..segment).rev() {
-            // R[ℓ] += B[ℓ·S + t]
-            targets.clear();
-            for l in 0..segments {
-                let k = l * segment + t;
-                if k >= m || !self.filled[k] {
-                    continue;
-                }
-                if running.filled[l] {
-                    targets.push(l);
-                } else {
-                    running.coordinates[l] = self.coordinates[k];
-                    running.filled[l] = true;
-                }
-            }
-            let bucket = |l: usize| l * segment + t;
-            running.add_in_lanes(
-                targets.len(),
-                |i| targets[i],
-                |entries| {
-                    let b = entries.map(|i| &self.coordinates[bucket(targets[i])]);
-                    (
-                        Lanes::<P>::gather(b.map(|c| &c[0])),
-                        Lanes::<P>::gather(b.map(|c| &c[1])),
-                    )
+            running.accumulate(
+                &mut targets,
+                |l| {
+                    let k = l * segment + t;
+                    (k < m && self.filled[k]).then(|| &self.coordinates[k])
                 },
-                // SAFETY: called within `add_in_lanes`, where the features are enabled.
-                |i| running_overflow[targets[i]] += unsafe { self.affine(bucket(targets[i])) },
+                &mut running_overflow,
             );
-
-            // T[ℓ] += R[ℓ]
-            targets.clear();
-            for l in 0..segments {
-                if !running_overflow[l].is_zero() {
-                    total_overflow[l] += running_overflow[l];
-                }
-                if !running.filled[l] {
-                    continue;
-                }
-                if total.filled[l] {
-                    targets.push(l);
-                } else {
-                    total.coordinates[l] = running.coordinates[l];
-                    total.filled[l] = true;
+            // T takes R, and T's overflow R's.
+            for (total, running) in total_overflow.iter_mut().zip(&running_overflow) {
+                if !running.is_zero() {
+                    *total += running;
                 }
             }
-            total.add_in_lanes(
-                targets.len(),
-                |i| targets[i],
-                |entries| {
-                    let r = entries.map(|i| &running.coordinates[targets[i]]);
-                    (
-                        Lanes::<P>::gather(r.map(|c| &c[0])),
-                        Lanes::<P>::gather(r.map(|c| &c[1])),
-                    )
-                },
-                // SAFETY: as above.
-                |i| total_overflow[targets[i]] += unsafe { running.affine(targets[i]) },
+            total.accumulate(
+                &mut targets,
+                |l| running.filled[l].then(|| &running.coordinates[l]),
+                &mut total_overflow,
             );
         }
         let sums = |accumulators: &Self, overflow: Vec<Projective<P>>| -> Vec<Projective<P>> {
-            // SAFETY: as above.
+            // SAFETY: the caller of this function has the features (see its Safety).
             let affine = unsafe { accumulators.to_affine_in_lanes() };
             affine.iter().zip(overflow).map(|(a, o)| o + a).collect()
         };
@@ -423,6 +423,19 @@ impl<P: Curve> LaneBuckets<P> {
         }
         self.reduce_in_lanes()
     }
+}
+
+/// A point stored in our form as an arkworks point.
+///
+/// # Safety
+/// AVX-512 F and IFMA must be available.
+#[target_feature(enable = "avx512f,avx512ifma")]
+unsafe fn affine_of<P: Curve>([x, y]: &[Limbs<P>; 2]) -> Affine<P> {
+    let (x, y) = (
+        Lanes::<P>::gather([x; LANES]).to_arkworks(),
+        Lanes::<P>::gather([y; LANES]).to_arkworks(),
+    );
+    Affine::new_unchecked(x[0], y[0])
 }
 
 impl<P: Curve> BucketStore<P> for LaneBuckets<P> {
