@@ -1,12 +1,15 @@
 //! Criterion benchmarks of the k=6 transfer proof (the reference's `transfer-k6.json`):
 //! request to proof on 1 thread and on all threads, without and with the precomputed MSM
-//! tables (`enygma-server --precompute`), witness synthesis alone, verification, key loading.
+//! tables (`enygma-server --precompute`), witness synthesis alone, verification, key loading,
+//! and the witness map's transforms in each arithmetic.
 //! Run with `cargo bench -p enygma-prover`; results with the machine go to benches/results/.
 
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use enygma_prover::{prepare, statements, CircuitKeys, MissingKeys, Prover};
+use enygma_prover::{
+    fft::CosetFft, prepare, statements, CircuitKeys, MissingKeys, MsmArithmetic, Prover,
+};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -55,5 +58,31 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// The witness map's two transforms at the k=6 transfer's size (2^15) on 1 thread, in every
+/// arithmetic this CPU has (`enygma_prover::fft`).
+fn transforms(c: &mut Criterion) {
+    use ark_std::UniformRand;
+    use rand::SeedableRng;
+    let n = 1 << 15;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+    let values: Vec<enygma_circuit::Fr> = (0..n).map(|_| UniformRand::rand(&mut rng)).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("transforms 2^15, 1 thread");
+    for arithmetic in MsmArithmetic::available() {
+        let tables = CosetFft::with_arithmetic(n, arithmetic).expect("a supported size");
+        let mut x = values.clone();
+        group.bench_function(format!("domain to coset, {arithmetic:?}"), |b| {
+            b.iter(|| pool.install(|| tables.domain_to_coset(&mut x)))
+        });
+        group.bench_function(format!("coset to coefficients, {arithmetic:?}"), |b| {
+            b.iter(|| pool.install(|| tables.coset_to_coefficients(&mut x)))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, transforms);
 criterion_main!(benches);

@@ -1,37 +1,41 @@
-//! BN254 base-field arithmetic eight elements at a time with AVX-512 IFMA.
+//! BN254 prime-field arithmetic eight elements at a time with AVX-512 IFMA.
 //!
-//! Why: the batch-affine bucket additions of the MSM are thousands of independent field
-//! operations, and `vpmadd52luq` / `vpmadd52huq` multiply eight 52-bit pairs per instruction.
+//! Why: the batch-affine bucket additions of the MSM (over the base field `Fq`) and the
+//! butterflies of the witness map's transforms (over the scalar field `Fr`, in
+//! `enygma_prover::fft`) are thousands of independent field operations, and `vpmadd52luq` /
+//! `vpmadd52huq` multiply eight 52-bit pairs per instruction.
 //! Kept in 52-bit radix across many operations (converting around each single operation is
 //! known to lose to scalar code), eight lanes beat the scalar 64-bit Montgomery code: 5.1x
 //! arkworks' throughput for `Fq` and `Fq2` products on Zen 4
 //! (`benches/results/2026-12-04-ifma-field.md`). This module is the field arithmetic and its
 //! conversions; `crate::lanes` builds the bucket additions on it.
 //!
-//! What: [`Fq8`] holds eight `ark_bn254::Fq` elements, one per 64-bit lane, as five limbs of
-//! 52 bits (limb `k` of every lane in one `__m512i`), in Montgomery form with `R = 2^260`:
-//! five limbs make the Montgomery reduction five word steps of 52 bits, and `R = 2^260` leaves
-//! `R > 16p`, so products of inputs below `4p` come out below `2p` without a final
-//! subtraction. [`Fq2x8`] is eight `ark_bn254::Fq2` elements built on it.
+//! What: [`Fp8`] holds eight elements of a field below `2^254` (its [`Modulus`]: [`Fq8`] and
+//! [`Fr8`]), one per 64-bit lane, as five limbs of 52 bits (limb `k` of every lane in one
+//! `__m512i`), in Montgomery form with `R = 2^260`: five limbs make the Montgomery reduction
+//! five word steps of 52 bits, and `R = 2^260` leaves `R > 16p`, so products of inputs below
+//! `4p` come out below `2p` without a final subtraction. [`Fq2x8`] is eight `ark_bn254::Fq2`
+//! elements built on [`Fq8`].
 //!
 //! Invariant of every value an operation returns: each limb is below `2^52` and the
 //! represented integer lies in `[0, 2p)` (lazily reduced). Operations accept inputs satisfying
-//! it; [`Fq8::mul`] and [`Fq8::square`] also accept the unreduced sums of
-//! [`Fq8::add_unreduced`] (below `4p`).
+//! it; [`Fp8::mul`] and [`Fp8::square`] also accept the unreduced sums of
+//! [`Fp8::add_unreduced`] (below `4p`).
 //!
 //! The arithmetic functions carry `#[target_feature(enable = "avx512f,avx512ifma")]`: call
 //! them from a function with the same features (where they inline) after
-//! `is_x86_feature_detected!("avx512ifma")` returned true. [`Fq8::from_fq`] and
-//! [`Fq8::to_fq`] go through the canonical integers, for tests; the MSM converts with
-//! [`Fq8::from_arkworks`] and [`Fq8::to_arkworks`], one vector product each.
+//! `is_x86_feature_detected!("avx512ifma")` returned true. [`Fp8::from_fq`] and
+//! [`Fp8::to_fq`] go through the canonical integers, for tests; the MSM converts with
+//! [`Fp8::from_arkworks`] and [`Fp8::to_arkworks`], one vector product each.
 
-use ark_bn254::{Fq, Fq2};
-use ark_ff::{AdditiveGroup, Field, PrimeField};
+use ark_bn254::{Fq, Fq2, Fr};
+use ark_ff::{AdditiveGroup, Field, Fp256, MontBackend, MontConfig, PrimeField};
 use core::arch::x86_64::{
     __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_cmpeq_epi64_mask, _mm512_madd52hi_epu64,
     _mm512_madd52lo_epu64, _mm512_mask_blend_epi64, _mm512_set1_epi64, _mm512_setzero_si512,
     _mm512_srai_epi64, _mm512_srli_epi64, _mm512_sub_epi64, _mm512_test_epi64_mask,
 };
+use core::marker::PhantomData;
 
 /// Lanes per vector: 512 bits of 64-bit lanes.
 pub const LANES: usize = 8;
@@ -71,34 +75,75 @@ const fn double_limbs(limbs: [u64; LIMBS]) -> [u64; LIMBS] {
     doubled
 }
 
-/// `p` in radix 2^52.
-const P: [u64; LIMBS] = radix52(<Fq as PrimeField>::MODULUS.0);
-/// `2p`: the bound of the lazily reduced representation.
-const P2: [u64; LIMBS] = double_limbs(P);
-
-/// `-p^{-1} mod 2^52`, the Montgomery reduction's quotient factor.
-const P_INV_NEG: u64 = {
-    let p0 = <Fq as PrimeField>::MODULUS.0[0];
+/// `-m^{-1} mod 2^52` for an odd modulus whose lowest word is `m0`: the Montgomery
+/// reduction's quotient factor.
+const fn p_inv_neg(m0: u64) -> u64 {
     // Newton's iteration doubles the correct low bits: 1 → 2 → … → 64 after six steps.
     let mut inv = 1u64;
     let mut i = 0;
     while i < 6 {
-        inv = inv.wrapping_mul(2u64.wrapping_sub(p0.wrapping_mul(inv)));
+        inv = inv.wrapping_mul(2u64.wrapping_sub(m0.wrapping_mul(inv)));
         i += 1;
     }
     inv.wrapping_neg() & LIMB_MASK
-};
+}
 
-/// Arkworks' Montgomery representation of `256`, i.e. the integer `2^264 mod p`: multiplying
-/// arkworks' representation `a·2^256` by it in our form (which divides by `2^260`) gives
-/// `a·2^260`, our representation of `a`.
-const FROM_ARKWORKS: [u64; LIMBS] = {
-    const TWO_POW_8: Fq = ark_ff::MontFp!("256");
-    radix52(TWO_POW_8.0 .0)
-};
-/// Arkworks' representation of `1`, i.e. `2^256 mod p`: multiplying our `a·2^260` by it gives
-/// arkworks' `a·2^256`.
-const TO_ARKWORKS: [u64; LIMBS] = radix52(<Fq as Field>::ONE.0 .0);
+/// A BN254 prime field eight lanes at a time: the base field `Fq` (the MSM's coordinates) or the
+/// scalar field `Fr` (the witness map's transforms). Both moduli are below `2^254`, so the
+/// invariant and the bounds of the module documentation hold for either.
+pub trait Modulus: Copy + core::fmt::Debug + 'static {
+    /// arkworks' description of the field (`ark_bn254::FqConfig` or `FrConfig`).
+    type Config: MontConfig<4>;
+    /// `p` in radix 2^52.
+    const P: [u64; LIMBS];
+    /// `2p`: the bound of the lazily reduced representation.
+    const P2: [u64; LIMBS];
+    /// `-p^{-1} mod 2^52`.
+    const P_INV_NEG: u64;
+    /// Arkworks' Montgomery representation of `256`, i.e. the integer `2^264 mod p`: multiplying
+    /// arkworks' representation `a·2^256` by it in our form (which divides by `2^260`) gives
+    /// `a·2^260`, our representation of `a`.
+    const FROM_ARKWORKS: [u64; LIMBS];
+    /// Arkworks' representation of `1`, i.e. `2^256 mod p`: multiplying our `a·2^260` by it
+    /// gives arkworks' `a·2^256`.
+    const TO_ARKWORKS: [u64; LIMBS];
+}
+
+macro_rules! modulus {
+    ($(#[$doc:meta])* $name:ident, $field:ty, $config:ty) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name;
+
+        impl Modulus for $name {
+            type Config = $config;
+            const P: [u64; LIMBS] = radix52(<$field as PrimeField>::MODULUS.0);
+            const P2: [u64; LIMBS] = double_limbs(Self::P);
+            const P_INV_NEG: u64 = p_inv_neg(<$field as PrimeField>::MODULUS.0[0]);
+            const FROM_ARKWORKS: [u64; LIMBS] = {
+                const TWO_POW_8: $field = ark_ff::MontFp!("256");
+                radix52(TWO_POW_8.0 .0)
+            };
+            const TO_ARKWORKS: [u64; LIMBS] = radix52(<$field as Field>::ONE.0 .0);
+        }
+    };
+}
+
+modulus!(
+    /// BN254's base field `Fq`.
+    FqModulus,
+    Fq,
+    ark_bn254::FqConfig
+);
+modulus!(
+    /// BN254's scalar field `Fr`.
+    FrModulus,
+    Fr,
+    ark_bn254::FrConfig
+);
+
+/// The arkworks field of `M`.
+pub type Element<M> = Fp256<MontBackend<<M as Modulus>::Config, 4>>;
 
 /// The four 64-bit words of a radix-2^52 integer below `2^256`.
 const fn words(limbs: [u64; LIMBS]) -> [u64; 4] {
@@ -110,19 +155,25 @@ const fn words(limbs: [u64; LIMBS]) -> [u64; 4] {
     ]
 }
 
-/// One `Fq` element's limbs in our form, converted on the scalar side: our representation of
-/// `a` is `a·2^260`, which is arkworks' representation of `16·a` (four doublings, no product).
-pub fn limbs_of(x: &Fq) -> [u64; LIMBS] {
+/// One element's limbs in our form, converted on the scalar side: our representation of `a` is
+/// `a·2^260`, which is arkworks' representation of `16·a` (four doublings, no product).
+pub fn limbs_of<T: MontConfig<4>>(x: &Fp256<MontBackend<T, 4>>) -> [u64; LIMBS] {
     let sixteen_x = x.double().double().double().double();
     radix52(sixteen_x.0 .0)
 }
 
-/// Eight `Fq` elements in 52-bit radix Montgomery form (`R = 2^260`), lazily reduced to
-/// `[0, 2p)`; see the module documentation for the invariant.
+/// Eight elements of the field of `M` in 52-bit radix Montgomery form (`R = 2^260`), lazily
+/// reduced to `[0, 2p)`; see the module documentation for the invariant.
 #[derive(Clone, Copy, Debug)]
-pub struct Fq8 {
+pub struct Fp8<M: Modulus> {
     limbs: [__m512i; LIMBS],
+    modulus: PhantomData<M>,
 }
+
+/// Eight `Fq` elements (the MSM's coordinates).
+pub type Fq8 = Fp8<FqModulus>;
+/// Eight `Fr` elements (the witness map's transforms).
+pub type Fr8 = Fp8<FrModulus>;
 
 /// Eight `Fq2 = Fq[u]/(u^2 + 1)` elements: `c0 + c1·u`, each coefficient an [`Fq8`].
 #[derive(Clone, Copy, Debug)]
@@ -144,11 +195,18 @@ fn to_lanes(vector: __m512i) -> [u64; LANES] {
 
 /// `2^260 mod p` as an arkworks element: multiplying by it moves a value into our Montgomery
 /// form once arkworks' own `R = 2^256` is stripped by `into_bigint`.
-fn r260() -> Fq {
-    Fq::from(2u64).pow([260u64])
+fn r260<F: PrimeField>() -> F {
+    F::from(2u64).pow([260u64])
 }
 
-impl Fq8 {
+impl<M: Modulus> Fp8<M> {
+    fn from_vectors(limbs: [__m512i; LIMBS]) -> Self {
+        Self {
+            limbs,
+            modulus: PhantomData,
+        }
+    }
+
     /// The limbs of each lane, `[limb][lane]`.
     pub(crate) fn limb_lanes(&self) -> [[u64; LANES]; LIMBS] {
         self.limbs.map(to_lanes)
@@ -156,42 +214,41 @@ impl Fq8 {
 
     /// From the Montgomery representations' limbs, `[limb][lane]`, each below `2^52`.
     pub(crate) fn from_limb_lanes(limbs: [[u64; LANES]; LIMBS]) -> Self {
-        Self {
-            limbs: limbs.map(to_vector),
-        }
+        Self::from_vectors(limbs.map(to_vector))
     }
 
     /// Eight arkworks elements, converted with one vector product: their Montgomery
     /// representations (`a·2^256`, below `p`) are already valid inputs of ours, standing for
-    /// `a/16`, and the product by [`FROM_ARKWORKS`] turns them into `a·2^260`.
+    /// `a/16`, and the product by [`Modulus::FROM_ARKWORKS`] turns them into `a·2^260`.
     ///
     /// # Safety
     /// Callable only where AVX-512 F and IFMA are enabled.
     #[inline]
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn from_arkworks(elements: [&Fq; LANES]) -> Self {
+    pub fn from_arkworks(elements: [&Element<M>; LANES]) -> Self {
         let mut limbs = [[0u64; LANES]; LIMBS];
         for (lane, x) in elements.iter().enumerate() {
             for (k, limb) in radix52(x.0 .0).into_iter().enumerate() {
                 limbs[k][lane] = limb;
             }
         }
-        Self::from_limb_lanes(limbs).mul(Self::splat(FROM_ARKWORKS))
+        Self::from_limb_lanes(limbs).mul(Self::splat(M::FROM_ARKWORKS))
     }
 
-    /// The eight elements as arkworks values: one vector product by [`TO_ARKWORKS`], a
+    /// The eight elements as arkworks values: one vector product by [`Modulus::TO_ARKWORKS`], a
     /// conditional subtraction of `p` to reach the canonical representation, and a repacking.
     ///
     /// # Safety
     /// Callable only where AVX-512 F and IFMA are enabled.
     #[inline]
     #[target_feature(enable = "avx512f,avx512ifma")]
-    pub fn to_arkworks(self) -> [Fq; LANES] {
-        let canonical = subtract_if_not_below(self.mul(Self::splat(TO_ARKWORKS)).limbs, P);
+    pub fn to_arkworks(self) -> [Element<M>; LANES] {
+        let product = self.mul(Self::splat(M::TO_ARKWORKS));
+        let canonical = Self::from_vectors(subtract_if_not_below(product.limbs, M::P));
         let limbs = canonical.limb_lanes();
         core::array::from_fn(|lane| {
             let raw = words(core::array::from_fn(|k| limbs[k][lane]));
-            Fq::new_unchecked(ark_ff::BigInt(raw))
+            Element::<M>::new_unchecked(ark_ff::BigInt(raw))
         })
     }
 
@@ -203,23 +260,29 @@ impl Fq8 {
         }))
     }
 
-    /// Each lane's limbs, the inverse of [`Fq8::gather`].
+    /// Each lane's limbs, the inverse of [`Fp8::gather`].
     #[inline]
     pub fn split(self) -> [[u64; LIMBS]; LANES] {
         let limbs = self.limb_lanes();
         core::array::from_fn(|lane| core::array::from_fn(|k| limbs[k][lane]))
     }
 
-    /// The same element in every lane.
+    /// The same element (limbs in our form, satisfying the invariant) in every lane.
     #[inline]
-    fn splat(limbs: [u64; LIMBS]) -> Self {
+    pub fn splat(limbs: [u64; LIMBS]) -> Self {
         Self::from_limb_lanes(limbs.map(|limb| [limb; LANES]))
+    }
+
+    /// `0` in every lane.
+    #[inline]
+    pub fn zero() -> Self {
+        Self::splat([0; LIMBS])
     }
 
     /// `1` in every lane.
     #[inline]
     pub fn one() -> Self {
-        Self::splat(limbs_of(&Fq::ONE))
+        Self::splat(limbs_of(&Element::<M>::ONE))
     }
 
     /// The lanes (as a bit mask) whose value is `0 mod p`: represented by `0` or `p`.
@@ -230,7 +293,7 @@ impl Fq8 {
     #[target_feature(enable = "avx512f,avx512ifma")]
     pub fn zero_lanes(self) -> u8 {
         let (mut zero, mut p) = (0xff, 0xff);
-        for (limb, p_limb) in self.limbs.into_iter().zip(P) {
+        for (limb, p_limb) in self.limbs.into_iter().zip(M::P) {
             zero &= _mm512_cmpeq_epi64_mask(limb, _mm512_setzero_si512());
             p &= _mm512_cmpeq_epi64_mask(limb, _mm512_set1_epi64(p_limb as i64));
         }
@@ -248,11 +311,11 @@ impl Fq8 {
         for (k, limb) in limbs.iter_mut().enumerate() {
             *limb = _mm512_mask_blend_epi64(mask, *limb, if_set.limbs[k]);
         }
-        Self { limbs }
+        Self::from_vectors(limbs)
     }
 
-    pub fn from_fq(elements: &[Fq; LANES]) -> Self {
-        let r = r260();
+    pub fn from_fq(elements: &[Element<M>; LANES]) -> Self {
+        let r = r260::<Element<M>>();
         let mut limbs = [[0u64; LANES]; LIMBS];
         for (lane, x) in elements.iter().enumerate() {
             let montgomery = radix52((*x * r).into_bigint().0);
@@ -265,8 +328,10 @@ impl Fq8 {
 
     /// Accepts any representation (not only the invariant's), so tests can convert whatever
     /// an operation returned.
-    pub fn to_fq(&self) -> [Fq; LANES] {
-        let r_inv = r260().inverse().expect("2^260 is a unit mod p");
+    pub fn to_fq(&self) -> [Element<M>; LANES] {
+        let r_inv = r260::<Element<M>>()
+            .inverse()
+            .expect("2^260 is a unit mod p");
         let limbs = self.limb_lanes();
         core::array::from_fn(|lane| {
             // 5 limbs of up to 64 bits each, summed into a 384-bit little-endian integer.
@@ -289,7 +354,7 @@ impl Fq8 {
                 }
             }
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            Fq::from_le_bytes_mod_order(&bytes) * r_inv
+            Element::<M>::from_le_bytes_mod_order(&bytes) * r_inv
         })
     }
 
@@ -311,7 +376,7 @@ impl Fq8 {
                 t[i + j + 1] = _mm512_madd52hi_epu64(t[i + j + 1], a[i], b[j]);
             }
         }
-        montgomery_reduce(t)
+        Self::from_vectors(montgomery_reduce::<M>(t))
     }
 
     /// `self^2` for an input below `4p`: the ten cross products are computed once and doubled,
@@ -338,7 +403,7 @@ impl Fq8 {
             t[2 * i] = _mm512_madd52lo_epu64(t[2 * i], a[i], a[i]);
             t[2 * i + 1] = _mm512_madd52hi_epu64(t[2 * i + 1], a[i], a[i]);
         }
-        montgomery_reduce(t)
+        Self::from_vectors(montgomery_reduce::<M>(t))
     }
 
     /// `self + rhs` reduced to `[0, 2p)`.
@@ -349,11 +414,11 @@ impl Fq8 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512ifma")]
     pub fn add(self, rhs: Self) -> Self {
-        subtract_if_not_below(self.add_unreduced(rhs).limbs, P2)
+        Self::from_vectors(subtract_if_not_below(self.add_unreduced(rhs).limbs, M::P2))
     }
 
     /// `self + rhs` below `4p`, normalised limbs but not reduced: only for feeding
-    /// [`Fq8::mul`] or [`Fq8::square`] (Karatsuba's sums), which accept it.
+    /// [`Fp8::mul`] or [`Fp8::square`] (Karatsuba's sums), which accept it.
     ///
     /// # Safety
     /// Callable only where AVX-512 F and IFMA are enabled: from a function with the same
@@ -366,9 +431,7 @@ impl Fq8 {
             *limb = _mm512_add_epi64(self.limbs[k], rhs.limbs[k]);
         }
         // Below 4p < 2^256 the top limb keeps the last carry.
-        Self {
-            limbs: propagate_carries(sum),
-        }
+        Self::from_vectors(propagate_carries(sum))
     }
 
     /// `self - rhs` in `[0, 2p)`: the difference, plus `2p` in the lanes where it is negative.
@@ -382,7 +445,7 @@ impl Fq8 {
         let (difference, negative) = sub_with_borrow(self.limbs, rhs.limbs);
         let mut wrapped = [_mm512_setzero_si512(); LIMBS];
         for (k, limb) in wrapped.iter_mut().enumerate() {
-            *limb = _mm512_add_epi64(difference[k], _mm512_set1_epi64(P2[k] as i64));
+            *limb = _mm512_add_epi64(difference[k], _mm512_set1_epi64(M::P2[k] as i64));
         }
         // The difference is the true one plus 2^260 where negative; the carry out of the top
         // limb drops that 2^260 again.
@@ -392,7 +455,7 @@ impl Fq8 {
         for (k, limb) in limbs.iter_mut().enumerate() {
             *limb = _mm512_mask_blend_epi64(negative, *limb, wrapped[k]);
         }
-        Self { limbs }
+        Self::from_vectors(limbs)
     }
 }
 
@@ -572,13 +635,13 @@ fn sub_with_borrow(a: [__m512i; LIMBS], b: [__m512i; LIMBS]) -> ([__m512i; LIMBS
 /// `a - m` in the lanes where `a >= m`, `a` elsewhere.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn subtract_if_not_below(a: [__m512i; LIMBS], m: [u64; LIMBS]) -> Fq8 {
+fn subtract_if_not_below(a: [__m512i; LIMBS], m: [u64; LIMBS]) -> [__m512i; LIMBS] {
     let (difference, below) = sub_with_borrow(a, m.map(|limb| _mm512_set1_epi64(limb as i64)));
     let mut limbs = difference;
     for (k, limb) in limbs.iter_mut().enumerate() {
         *limb = _mm512_mask_blend_epi64(below, *limb, a[k]);
     }
-    Fq8 { limbs }
+    limbs
 }
 
 /// `t / 2^260 mod p` for a double-width product `t` (columns of unnormalised 64-bit limbs) of
@@ -586,9 +649,9 @@ fn subtract_if_not_below(a: [__m512i; LIMBS], m: [u64; LIMBS]) -> Fq8 {
 /// its low 52 bits. The result, `(t + M·p) / R < 16p²/R + p < 2p`, needs no subtraction.
 #[inline]
 #[target_feature(enable = "avx512f,avx512ifma")]
-fn montgomery_reduce(mut t: [__m512i; 2 * LIMBS]) -> Fq8 {
-    let p = P.map(|limb| _mm512_set1_epi64(limb as i64));
-    let p_inv_neg = _mm512_set1_epi64(P_INV_NEG as i64);
+fn montgomery_reduce<M: Modulus>(mut t: [__m512i; 2 * LIMBS]) -> [__m512i; LIMBS] {
+    let p = M::P.map(|limb| _mm512_set1_epi64(limb as i64));
+    let p_inv_neg = _mm512_set1_epi64(M::P_INV_NEG as i64);
     for i in 0..LIMBS {
         // IFMA reads only the low 52 bits of t[i], which is all m depends on.
         let m = _mm512_madd52lo_epu64(_mm512_setzero_si512(), t[i], p_inv_neg);
@@ -598,9 +661,7 @@ fn montgomery_reduce(mut t: [__m512i; 2 * LIMBS]) -> Fq8 {
         }
         t[i + 1] = _mm512_add_epi64(t[i + 1], _mm512_srli_epi64::<52>(t[i]));
     }
-    Fq8 {
-        limbs: propagate_carries([t[5], t[6], t[7], t[8], t[9]]),
-    }
+    propagate_carries([t[5], t[6], t[7], t[8], t[9]])
 }
 
 #[cfg(test)]
@@ -620,7 +681,7 @@ mod tests {
     }
 
     /// The invariant: limbs below 2^52, value below 2p.
-    fn assert_invariant(x: &Fq8) {
+    fn assert_invariant<M: Modulus>(x: &Fp8<M>) {
         let limbs = x.limb_lanes();
         for (k, limb) in limbs.iter().enumerate() {
             for (lane, &l) in limb.iter().enumerate() {
@@ -631,38 +692,43 @@ mod tests {
             core::array::from_fn(|lane| core::array::from_fn(|k| limbs[k][lane]));
         for (lane, value) in values.iter().enumerate() {
             // Most significant limb first, so that the limbs compare as integers.
-            let below = value.iter().rev().cmp(P2.iter().rev()).is_lt();
+            let below = value.iter().rev().cmp(M::P2.iter().rev()).is_lt();
             assert!(below, "lane {lane} not below 2p");
         }
     }
 
     fn random_fq8(rng: &mut ChaCha20Rng) -> [Fq; LANES] {
-        core::array::from_fn(|_| Fq::rand(rng))
+        random_lanes::<FqModulus>(rng)
+    }
+
+    fn random_lanes<M: Modulus>(rng: &mut ChaCha20Rng) -> [Element<M>; LANES] {
+        core::array::from_fn(|_| Element::<M>::rand(rng))
     }
 
     /// Arkworks' field elements with their canonical value near 2^254 (which exceeds p) and
     /// the usual suspects.
-    fn edge_elements() -> Vec<Fq> {
-        let p_minus_one = Fq::zero() - Fq::one();
-        let two_254 = Fq::from(2u64).pow([254u64]);
+    fn edge_elements<M: Modulus>() -> Vec<Element<M>> {
+        type E<M> = Element<M>;
+        let p_minus_one = E::<M>::zero() - E::<M>::one();
+        let two_254 = E::<M>::from(2u64).pow([254u64]);
         vec![
-            Fq::zero(),
-            Fq::one(),
-            Fq::from(2u64),
+            E::<M>::zero(),
+            E::<M>::one(),
+            E::<M>::from(2u64),
             p_minus_one,
-            p_minus_one - Fq::one(),
-            p_minus_one / Fq::from(2u64),
+            p_minus_one - E::<M>::one(),
+            p_minus_one / E::<M>::from(2u64),
             two_254,
-            two_254 - Fq::one(),
-            two_254 + Fq::one(),
-            Fq::from(2u64).pow([253u64]),
+            two_254 - E::<M>::one(),
+            two_254 + E::<M>::one(),
+            E::<M>::from(2u64).pow([253u64]),
         ]
     }
 
     /// Montgomery representations (raw integers, `R = 2^260`) at the edges of `[0, 2p)`, as
     /// radix-52 limbs: operations must accept every representation the invariant allows.
-    fn edge_representations() -> Vec<[u64; LIMBS]> {
-        let p = <Fq as PrimeField>::MODULUS;
+    fn edge_representations<M: Modulus>() -> Vec<[u64; LIMBS]> {
+        let p = <Element<M> as PrimeField>::MODULUS;
         let mut two_p = p;
         two_p.add_with_carry(&p);
         let below = |x: &ark_ff::BigInt<4>, k: u64| {
@@ -688,22 +754,22 @@ mod tests {
         raw.into_iter().map(|x| radix52(x.0)).collect()
     }
 
-    fn from_representations(lanes: &[[u64; LIMBS]]) -> Fq8 {
+    fn from_representations<M: Modulus>(lanes: &[[u64; LIMBS]]) -> Fp8<M> {
         let mut limbs = [[0u64; LANES]; LIMBS];
         for lane in 0..LANES {
             for k in 0..LIMBS {
                 limbs[k][lane] = lanes[lane % lanes.len()][k];
             }
         }
-        Fq8::from_limb_lanes(limbs)
+        Fp8::from_limb_lanes(limbs)
     }
 
     /// Every operation on `a` and `b`, lane by lane, against arkworks.
     #[target_feature(enable = "avx512f,avx512ifma")]
-    fn check_ops(a: Fq8, b: Fq8) {
+    fn check_ops<M: Modulus>(a: Fp8<M>, b: Fp8<M>) {
         let (x, y) = (a.to_fq(), b.to_fq());
-        type Expected = fn(Fq, Fq) -> Fq;
-        let cases: [(&str, Fq8, Expected); 4] = [
+        type Expected<M> = fn(Element<M>, Element<M>) -> Element<M>;
+        let cases: [(&str, Fp8<M>, Expected<M>); 4] = [
             ("mul", a.mul(b), |x, y| x * y),
             ("add", a.add(b), |x, y| x + y),
             ("sub", a.sub(b), |x, y| x - y),
@@ -725,13 +791,21 @@ mod tests {
         }
     }
 
+    fn constants_of<M: Modulus>() {
+        // p · (-p^{-1}) ≡ -1 mod 2^52.
+        assert_eq!(M::P[0].wrapping_mul(M::P_INV_NEG) & LIMB_MASK, LIMB_MASK);
+        let p = <Element<M> as PrimeField>::MODULUS;
+        let mut two_p = p;
+        two_p.add_with_carry(&p);
+        assert_eq!(M::P2, radix52(two_p.0));
+        assert_eq!(M::P, radix52(p.0));
+    }
+
     #[test]
     fn constants() {
-        // p · (-p^{-1}) ≡ -1 mod 2^52.
-        assert_eq!(P[0].wrapping_mul(P_INV_NEG) & LIMB_MASK, LIMB_MASK);
-        let mut two_p = <Fq as PrimeField>::MODULUS;
-        two_p.add_with_carry(&<Fq as PrimeField>::MODULUS);
-        assert_eq!(P2, radix52(two_p.0));
+        constants_of::<FqModulus>();
+        constants_of::<FrModulus>();
+        assert_ne!(FqModulus::P, FrModulus::P);
     }
 
     #[test]
@@ -745,18 +819,23 @@ mod tests {
         }
     }
 
+    fn random_values_match_arkworks_in<M: Modulus>() {
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        for _ in 0..1000 {
+            let a = Fp8::<M>::from_fq(&random_lanes::<M>(&mut rng));
+            let b = Fp8::<M>::from_fq(&random_lanes::<M>(&mut rng));
+            // SAFETY: the callers checked that the CPU has AVX-512 F and IFMA.
+            unsafe { check_ops(a, b) };
+        }
+    }
+
     #[test]
     fn random_values_match_arkworks() {
         if !ifma() {
             return;
         }
-        let mut rng = ChaCha20Rng::seed_from_u64(2);
-        for _ in 0..1000 {
-            let a = Fq8::from_fq(&random_fq8(&mut rng));
-            let b = Fq8::from_fq(&random_fq8(&mut rng));
-            // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
-            unsafe { check_ops(a, b) };
-        }
+        random_values_match_arkworks_in::<FqModulus>();
+        random_values_match_arkworks_in::<FrModulus>();
     }
 
     #[test]
@@ -764,29 +843,34 @@ mod tests {
         if !ifma() {
             return;
         }
+        edge_values_match_arkworks_in::<FqModulus>();
+        edge_values_match_arkworks_in::<FrModulus>();
+    }
+
+    fn edge_values_match_arkworks_in<M: Modulus>() {
         // Every ordered pair, eight different pairs per vector.
-        let elements = edge_elements();
-        let pairs: Vec<(Fq, Fq)> = elements
+        let elements = edge_elements::<M>();
+        let pairs: Vec<(Element<M>, Element<M>)> = elements
             .iter()
             .flat_map(|&x| elements.iter().map(move |&y| (x, y)))
             .collect();
         for chunk in pairs.chunks(LANES) {
-            let a = Fq8::from_fq(&core::array::from_fn(|i| chunk[i % chunk.len()].0));
-            let b = Fq8::from_fq(&core::array::from_fn(|i| chunk[i % chunk.len()].1));
-            // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
+            let a = Fp8::<M>::from_fq(&core::array::from_fn(|i| chunk[i % chunk.len()].0));
+            let b = Fp8::<M>::from_fq(&core::array::from_fn(|i| chunk[i % chunk.len()].1));
+            // SAFETY: the caller checked that the CPU has AVX-512 F and IFMA.
             unsafe { check_ops(a, b) };
         }
-        let representations = edge_representations();
+        let representations = edge_representations::<M>();
         let pairs: Vec<([u64; LIMBS], [u64; LIMBS])> = representations
             .iter()
             .flat_map(|&x| representations.iter().map(move |&y| (x, y)))
             .collect();
         for chunk in pairs.chunks(LANES) {
-            let a = from_representations(&chunk.iter().map(|p| p.0).collect::<Vec<_>>());
-            let b = from_representations(&chunk.iter().map(|p| p.1).collect::<Vec<_>>());
+            let a = from_representations::<M>(&chunk.iter().map(|p| p.0).collect::<Vec<_>>());
+            let b = from_representations::<M>(&chunk.iter().map(|p| p.1).collect::<Vec<_>>());
             assert_invariant(&a);
             assert_invariant(&b);
-            // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
+            // SAFETY: the caller checked that the CPU has AVX-512 F and IFMA.
             unsafe { check_ops(a, b) };
         }
     }
@@ -859,8 +943,8 @@ mod tests {
             }
         }
         // Coefficients at the edges, in both representations of [0, 2p).
-        let elements = edge_elements();
-        let representations = edge_representations();
+        let elements = edge_elements::<FqModulus>();
+        let representations = edge_representations::<FqModulus>();
         for (i, &e) in elements.iter().enumerate() {
             let c1 = from_representations(
                 &(0..LANES)
@@ -917,7 +1001,7 @@ mod tests {
             return;
         }
         let mut rng = ChaCha20Rng::seed_from_u64(6);
-        let edges = edge_elements();
+        let edges = edge_elements::<FqModulus>();
         let mut inputs: Vec<[Fq; LANES]> = (0..100).map(|_| random_fq8(&mut rng)).collect();
         inputs.push(core::array::from_fn(|lane| edges[lane]));
         inputs.push(core::array::from_fn(|lane| edges[(lane + 2) % edges.len()]));
@@ -937,8 +1021,8 @@ mod tests {
             assert_eq!(Fq8::gather(scalar.split().each_ref()).to_fq(), x, "split");
         }
         // Every representation of [0, 2p) comes back canonical.
-        let representations = edge_representations();
-        let v = from_representations(&representations);
+        let representations = edge_representations::<FqModulus>();
+        let v = from_representations::<FqModulus>(&representations);
         // SAFETY: as above.
         let back = unsafe { v.to_arkworks() };
         assert_eq!(back, v.to_fq());
@@ -955,15 +1039,15 @@ mod tests {
             return;
         }
         // Lanes: 0, p, 1, p - 1, 2p - 1, 2^254, 0, p.
-        let lanes = [[0; LIMBS], P, radix52([1, 0, 0, 0]), {
+        let lanes = [[0; LIMBS], FqModulus::P, radix52([1, 0, 0, 0]), {
             let mut p_minus_one = <Fq as PrimeField>::MODULUS;
             p_minus_one.sub_with_borrow(&ark_ff::BigInt::from(1u64));
             radix52(p_minus_one.0)
         }];
         let mut all = lanes.to_vec();
-        all.extend(edge_representations()[6..7].iter().copied());
+        all.extend(edge_representations::<FqModulus>()[6..7].iter().copied());
         all.push(radix52([0, 0, 0, 1 << 62]));
-        all.extend([[0; LIMBS], P]);
+        all.extend([[0; LIMBS], FqModulus::P]);
         let v = from_representations(&all);
         let values = v.to_fq();
         // SAFETY: the CPU has AVX-512 F and IFMA (checked above).
@@ -1022,7 +1106,7 @@ mod tests {
     #[test]
     fn checks_can_fail() {
         // A representation at 2p breaks the invariant and must be caught.
-        let at_bound = from_representations(&[P2]);
+        let at_bound = from_representations::<FqModulus>(&[FqModulus::P2]);
         assert!(std::panic::catch_unwind(|| assert_invariant(&at_bound)).is_err());
     }
 }

@@ -8,12 +8,21 @@
 //! so no reordering is needed between them; the coset shift and the `1/n` scaling are one
 //! multiplication per element by a precomputed table in bit-reversed order; and the twiddles
 //! of each stage are stored contiguously, built once per domain size.
+//!
+//! Where the CPU has AVX-512 IFMA (the MSM's [`Arithmetic::detected`], so
+//! `ENYGMA_MSM_ARITHMETIC=scalar` turns both off), all but the three widest stages and the
+//! coset scaling run eight elements at a time ([`lanes`]), with results identical to the scalar
+//! path's.
+
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use ark_ff::{FftField, Field, One};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use enygma_circuit::Fr;
+use enygma_msm::Arithmetic;
 use rayon::prelude::*;
 
 /// Butterflies of one stage are handed to rayon in groups of at least this many elements, so
@@ -32,6 +41,9 @@ pub struct CosetFft {
     to_coset: Vec<Fr>,
     /// `g^{−rev(p)} / n` at p: turns `n ×` bit-reversed coefficients of f(gX) into those of f(X).
     from_coset: Vec<Fr>,
+    /// The same tables for the stages and scaling done in lanes, when they are.
+    #[cfg(target_arch = "x86_64")]
+    lanes: Option<lanes::LaneTables>,
 }
 
 fn bit_reverse(i: usize, log_n: u32) -> usize {
@@ -59,8 +71,16 @@ fn stage_twiddles(root: Fr, n: usize) -> Vec<Fr> {
 }
 
 impl CosetFft {
-    /// The tables for size n, a power of two the field supports (up to 2^28 for BN254's Fr).
+    /// The tables for size n, a power of two the field supports (up to 2^28 for BN254's Fr),
+    /// for the arithmetic this CPU runs fastest.
     pub fn new(n: usize) -> Option<Self> {
+        Self::with_arithmetic(n, Arithmetic::detected())
+    }
+
+    /// The tables for size n, the transforms done with `arithmetic` (which must be one of
+    /// [`Arithmetic::available`]); sizes below 16 have no stage narrow enough for lanes and
+    /// always run scalar.
+    pub fn with_arithmetic(n: usize, arithmetic: Arithmetic) -> Option<Self> {
         let domain = Radix2EvaluationDomain::<Fr>::new(n)?;
         if domain.size() != n {
             return None;
@@ -80,13 +100,30 @@ impl CosetFft {
                 .map(|p| powers[bit_reverse(p, log_n)])
                 .collect::<Vec<_>>()
         };
-        Some(Self {
+        let mut tables = Self {
             log_n,
             twiddles: stage_twiddles(domain.group_gen(), n),
             inverse_twiddles: stage_twiddles(domain.group_gen_inv(), n),
             to_coset: shifts(g),
             from_coset: shifts(g_inv),
-        })
+            #[cfg(target_arch = "x86_64")]
+            lanes: None,
+        };
+        match arithmetic {
+            Arithmetic::Scalar => {}
+            #[cfg(target_arch = "x86_64")]
+            Arithmetic::Ifma => tables.lanes = lanes::LaneTables::new(&tables),
+        }
+        Some(tables)
+    }
+
+    /// The arithmetic the transforms run with.
+    pub fn arithmetic(&self) -> Arithmetic {
+        #[cfg(target_arch = "x86_64")]
+        if self.lanes.is_some() {
+            return Arithmetic::Ifma;
+        }
+        Arithmetic::Scalar
     }
 
     /// The shared tables for size n, built on first use.
@@ -109,17 +146,31 @@ impl CosetFft {
     /// Evaluations on H (natural order) to evaluations on gH (natural order), in place.
     pub fn domain_to_coset(&self, x: &mut [Fr]) {
         assert_eq!(x.len(), self.size(), "transform of the wrong size");
-        dif(x, &self.inverse_twiddles);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(lanes) = &self.lanes {
+            return lanes.domain_to_coset(self, x);
+        }
+        dif(x, &self.inverse_twiddles, 1);
         scale(x, &self.to_coset);
-        dit(x, &self.twiddles);
+        dit(x, &self.twiddles, 1);
     }
 
     /// Evaluations on gH (natural order) to the coefficients of the polynomial of degree < n
     /// (natural order), in place.
     pub fn coset_to_coefficients(&self, x: &mut [Fr]) {
         assert_eq!(x.len(), self.size(), "transform of the wrong size");
-        dif(x, &self.inverse_twiddles);
-        scale(x, &self.from_coset);
+        #[cfg(target_arch = "x86_64")]
+        if let Some(lanes) = &self.lanes {
+            lanes.coset_to_coefficients(self, x);
+        } else {
+            dif(x, &self.inverse_twiddles, 1);
+            scale(x, &self.from_coset);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            dif(x, &self.inverse_twiddles, 1);
+            scale(x, &self.from_coset);
+        }
         for p in 0..x.len() {
             let q = bit_reverse(p, self.log_n);
             if p < q {
@@ -144,20 +195,33 @@ fn stage(
     twiddles: &[Fr],
     butterfly: impl Fn(&mut Fr, &mut Fr, &Fr) + Sync,
 ) {
-    let run = |lo: &mut [Fr], hi: &mut [Fr], tw: &[Fr]| {
+    stage_runs(x, m, twiddles, GRAIN, |lo, hi, tw| {
         for ((a, b), w) in lo.iter_mut().zip(hi.iter_mut()).zip(tw) {
             butterfly(a, b, w);
         }
-    };
-    if 2 * m <= GRAIN {
-        x.par_chunks_mut(GRAIN).for_each(|group| {
+    });
+}
+
+/// Calls `run(lo, hi, twiddles)` on runs of butterflies covering every block of `2m` items of
+/// `x` (`lo` and `hi` the matching pieces of the block's halves), in parallel over groups of
+/// blocks of about `grain` items or, for larger blocks, over pieces of them. Items are field
+/// elements or, in [`lanes`], vectors of eight.
+fn stage_runs<T: Send, W: Sync>(
+    x: &mut [T],
+    m: usize,
+    twiddles: &[W],
+    grain: usize,
+    run: impl Fn(&mut [T], &mut [T], &[W]) + Sync,
+) {
+    if 2 * m <= grain {
+        x.par_chunks_mut(grain).for_each(|group| {
             for block in group.chunks_exact_mut(2 * m) {
                 let (lo, hi) = block.split_at_mut(m);
                 run(lo, hi, twiddles);
             }
         });
     } else {
-        let piece = GRAIN / 2;
+        let piece = grain / 2;
         for block in x.chunks_exact_mut(2 * m) {
             let (lo, hi) = block.split_at_mut(m);
             lo.par_chunks_mut(piece)
@@ -168,10 +232,11 @@ fn stage(
     }
 }
 
-/// Decimation in frequency (Gentleman–Sande): natural order in, bit-reversed order out.
-fn dif(x: &mut [Fr], twiddles: &[Fr]) {
+/// Decimation in frequency (Gentleman–Sande): natural order in, bit-reversed order out. Runs
+/// the stages of half-size `n/2` down to `lowest` (1 for the whole transform).
+fn dif(x: &mut [Fr], twiddles: &[Fr], lowest: usize) {
     let mut m = x.len() / 2;
-    while m >= 1 {
+    while m >= lowest.max(1) {
         stage(x, m, &twiddles[m - 1..2 * m - 1], |a, b, w| {
             let d = *a - *b;
             *a += *b;
@@ -181,9 +246,10 @@ fn dif(x: &mut [Fr], twiddles: &[Fr]) {
     }
 }
 
-/// Decimation in time (Cooley–Tukey): bit-reversed order in, natural order out.
-fn dit(x: &mut [Fr], twiddles: &[Fr]) {
-    let mut m = 1;
+/// Decimation in time (Cooley–Tukey): bit-reversed order in, natural order out. Runs the
+/// stages of half-size `first` up to `n/2` (from 1 for the whole transform).
+fn dit(x: &mut [Fr], twiddles: &[Fr], first: usize) {
+    let mut m = first.max(1);
     while m < x.len() {
         stage(x, m, &twiddles[m - 1..2 * m - 1], |a, b, w| {
             let t = *b * w;
@@ -208,11 +274,15 @@ mod tests {
 
     /// Both transforms agree with ark-poly's inverse FFT, coset FFT and coset inverse FFT for
     /// every size from 1 to 2^13, on 1 and 2 threads (2^13 is above GRAIN, so both ways of
-    /// splitting a stage run).
+    /// splitting a stage run), in every arithmetic this CPU has (sizes from 16 up run in lanes
+    /// with IFMA).
     #[test]
     fn transforms_agree_with_ark_poly() {
         let mut rng = ChaCha20Rng::seed_from_u64(1);
-        for threads in [1, 2] {
+        for (arithmetic, threads) in Arithmetic::available()
+            .into_iter()
+            .flat_map(|a| [(a, 1), (a, 2)])
+        {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
@@ -221,7 +291,9 @@ mod tests {
                 let n = 1usize << log_n;
                 let domain = GeneralEvaluationDomain::<Fr>::new(n).unwrap();
                 let coset = domain.get_coset(Fr::GENERATOR).unwrap();
-                let tables = CosetFft::new(n).unwrap();
+                let tables = CosetFft::with_arithmetic(n, arithmetic).unwrap();
+                let lanes = arithmetic != Arithmetic::Scalar && n >= 16;
+                assert_eq!(tables.arithmetic() != Arithmetic::Scalar, lanes);
                 let values = random(n, &mut rng);
 
                 let mut expected = values.clone();
@@ -231,7 +303,7 @@ mod tests {
                 pool.install(|| tables.domain_to_coset(&mut ours));
                 assert_eq!(
                     ours, expected,
-                    "domain to coset, n = {n}, {threads} threads"
+                    "domain to coset, n = {n}, {threads} threads, {arithmetic:?}"
                 );
 
                 let mut expected = values.clone();
@@ -240,7 +312,7 @@ mod tests {
                 pool.install(|| tables.coset_to_coefficients(&mut ours));
                 assert_eq!(
                     ours, expected,
-                    "coset to coefficients, n = {n}, {threads} threads"
+                    "coset to coefficients, n = {n}, {threads} threads, {arithmetic:?}"
                 );
             }
         }
