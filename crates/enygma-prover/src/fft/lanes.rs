@@ -64,24 +64,26 @@ impl LaneTables {
     /// [`CosetFft::domain_to_coset`]: the widest three stages of the first transform on the
     /// elements, the rest in lanes, the widest three of the second on the elements again.
     pub(super) fn domain_to_coset(&self, scalar: &CosetFft, x: &mut [Fr]) {
-        let column = x.len() / LANES;
-        dif(x, &scalar.inverse_twiddles, column);
-        let mut v = load(x);
-        self.dif(&mut v, &self.inverse_twiddles);
-        scale(&mut v, &self.to_coset);
+        let mut v = self.inverse_then_scale(scalar, x, &self.to_coset);
         self.dit(&mut v, &self.twiddles);
         store(&v, x);
-        dit(x, &scalar.twiddles, column);
+        dit(x, &scalar.twiddles, x.len() / LANES);
     }
 
     /// [`CosetFft::coset_to_coefficients`] up to its final reordering.
     pub(super) fn coset_to_coefficients(&self, scalar: &CosetFft, x: &mut [Fr]) {
-        let column = x.len() / LANES;
-        dif(x, &scalar.inverse_twiddles, column);
+        let v = self.inverse_then_scale(scalar, x, &self.from_coset);
+        store(&v, x);
+    }
+
+    /// The inverse transform without its reordering (decimation in frequency: its widest three
+    /// stages on the elements, the rest in lanes), then the scaling by `by`, left in lanes.
+    fn inverse_then_scale(&self, scalar: &CosetFft, x: &mut [Fr], by: &[Fr8]) -> Vec<Fr8> {
+        dif(x, &scalar.inverse_twiddles, x.len() / LANES);
         let mut v = load(x);
         self.dif(&mut v, &self.inverse_twiddles);
-        scale(&mut v, &self.from_coset);
-        store(&v, x);
+        scale(&mut v, by);
+        v
     }
 
     /// The decimation-in-frequency stages of half-size `n/16` down to 1.
