@@ -17,7 +17,10 @@
 //! returns canonical elements.
 
 use enygma_circuit::Fr;
-use enygma_msm::ifma::{limbs_of, Fr8, LANES, LIMBS};
+use enygma_msm::{
+    ifma::{limbs_of, Fr8, LANES, LIMBS},
+    Arithmetic,
+};
 use rayon::prelude::*;
 
 use super::{dif, dit, stage_runs, CosetFft, GRAIN};
@@ -36,10 +39,11 @@ pub(super) struct LaneTables {
 }
 
 impl LaneTables {
-    /// `None` below size 16, where no stage is narrow enough for lanes.
+    /// `None` below size 16, where no stage is narrow enough for lanes, and on CPUs without
+    /// AVX-512 IFMA: the `unsafe` calls below rely on lane tables existing only where it is.
     pub(super) fn new(scalar: &CosetFft) -> Option<Self> {
         let n = scalar.size();
-        if n < 2 * LANES {
+        if n < 2 * LANES || !Arithmetic::available().contains(&Arithmetic::Ifma) {
             return None;
         }
         let radix = |twiddles: &[Fr]| twiddles[..n / LANES - 1].iter().map(limbs_of).collect();
@@ -96,7 +100,7 @@ impl LaneTables {
                 &twiddles[m - 1..2 * m - 1],
                 VECTOR_GRAIN,
                 |lo, hi, tw| {
-                    // SAFETY: lane tables exist only where `Arithmetic::Ifma` was available.
+                    // SAFETY: lane tables exist only where the CPU has AVX-512 IFMA (`new`).
                     unsafe { dif_run(lo, hi, tw) }
                 },
             );
@@ -216,7 +220,6 @@ mod tests {
     use super::*;
     use ark_ff::{AdditiveGroup, Field};
     use ark_std::UniformRand;
-    use enygma_msm::Arithmetic;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 

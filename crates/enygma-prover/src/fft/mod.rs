@@ -77,9 +77,9 @@ impl CosetFft {
         Self::with_arithmetic(n, Arithmetic::detected())
     }
 
-    /// The tables for size n, the transforms done with `arithmetic` (which must be one of
-    /// [`Arithmetic::available`]); sizes below 16 have no stage narrow enough for lanes and
-    /// always run scalar.
+    /// The tables for size n, the transforms done with `arithmetic`; sizes below 16 (no stage
+    /// is narrow enough for lanes) and CPUs without AVX-512 IFMA run scalar whatever is asked
+    /// ([`CosetFft::arithmetic`] says which).
     pub fn with_arithmetic(n: usize, arithmetic: Arithmetic) -> Option<Self> {
         let domain = Radix2EvaluationDomain::<Fr>::new(n)?;
         if domain.size() != n {
