@@ -159,24 +159,24 @@ impl CosetFft {
     /// (natural order), in place.
     pub fn coset_to_coefficients(&self, x: &mut [Fr]) {
         assert_eq!(x.len(), self.size(), "transform of the wrong size");
-        #[cfg(target_arch = "x86_64")]
-        if let Some(lanes) = &self.lanes {
-            lanes.coset_to_coefficients(self, x);
-        } else {
-            dif(x, &self.inverse_twiddles, 1);
-            scale(x, &self.from_coset);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            dif(x, &self.inverse_twiddles, 1);
-            scale(x, &self.from_coset);
-        }
+        self.inverse_from_coset(x);
         for p in 0..x.len() {
             let q = bit_reverse(p, self.log_n);
             if p < q {
                 x.swap(p, q);
             }
         }
+    }
+
+    /// [`CosetFft::coset_to_coefficients`] but for the final reordering: the coefficients in
+    /// bit-reversed order.
+    fn inverse_from_coset(&self, x: &mut [Fr]) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(lanes) = &self.lanes {
+            return lanes.coset_to_coefficients(self, x);
+        }
+        dif(x, &self.inverse_twiddles, 1);
+        scale(x, &self.from_coset);
     }
 }
 
