@@ -82,7 +82,7 @@ pub struct Args {
     /// Maximum number of admitted requests waiting for a proof slot; beyond it requests are shed
     /// at once with 503 and Retry-After. 0 disables queueing [default: as many as the slots work
     /// off within --queue-timeout at --expected-service-time: ceil(queue-timeout /
-    /// expected-service-time) x max-inflight, 172 with the defaults].
+    /// expected-service-time) x max-inflight, 300 with the defaults on 2 or more CPUs].
     #[arg(long, env = "ENYGMA_QUEUE_DEPTH")]
     pub queue_depth: Option<u32>,
 
@@ -94,9 +94,9 @@ pub struct Args {
 
     /// Initial estimate of one proof's time on a slot, for the expected-wait shedding and the
     /// default --queue-depth; after start the estimate follows the observed proof times
-    /// [default: 350ms with 2 or more --prove-threads, 700ms with 1: a k=6 transfer on the
-    /// 2-core development machine, benches/results/2026-12-03-amd-epyc-k6-proof.md; 0 also
-    /// means the default].
+    /// [default: 200ms with 2 or more --prove-threads, 350ms with 1: a k=6 transfer request on
+    /// the 2-core development machines, benches/results/2026-12-05-intel-xeon.md; 0 also means
+    /// the default].
     #[arg(long, env = "ENYGMA_EXPECTED_SERVICE_TIME", value_parser = parse_duration)]
     pub expected_service_time: Option<Duration>,
 
@@ -187,15 +187,17 @@ fn parse_circuits(s: &str) -> Result<CircuitList, String> {
         .map_err(|e| e.to_string())
 }
 
-/// One k=6 transfer proof on the 2-core development machine: 683 ms on 1 thread, 350 ms on 2
-/// (`benches/results/2026-12-03-amd-epyc-k6-proof.md`, prover phases). More threads were not
-/// measured, so they are assumed no faster than 2; the running estimate corrects it after the
-/// first proofs either way.
+/// One k=6 transfer request without precomputed tables on the 2-core development machines,
+/// rounded up: at most 200 ms on 2 threads and 350 ms on 1 (criterion, request to proof: 197.3
+/// and 345.1 ms on AMD EPYC before the transforms in lanes, 158.7 and 262.1 ms on Intel Xeon
+/// after them; `benches/results/2026-12-05-ifma.md`, `2026-12-05-intel-xeon.md`). More threads
+/// were not measured, so they are assumed no faster than 2; the running estimate corrects it
+/// after the first proofs either way.
 pub fn default_service_time(prove_threads: usize) -> Duration {
     if prove_threads >= 2 {
-        Duration::from_millis(350)
+        Duration::from_millis(200)
     } else {
-        Duration::from_millis(700)
+        Duration::from_millis(350)
     }
 }
 
@@ -441,8 +443,8 @@ mod tests {
         assert_eq!(adm.queue_timeout, Duration::from_secs(60));
         let service = default_service_time(cpus);
         assert_eq!(adm.service_time, service);
-        // ceil(60 s / 350 ms) = 172 on 2+ CPUs, ceil(60 s / 700 ms) = 86 on one.
-        assert_eq!(adm.queue_depth, if cpus >= 2 { 172 } else { 86 });
+        // ceil(60 s / 200 ms) = 300 on 2+ CPUs, ceil(60 s / 350 ms) = 172 on one.
+        assert_eq!(adm.queue_depth, if cpus >= 2 { 300 } else { 172 });
         assert_eq!(args.drain_timeout(), Duration::from_secs(90));
         assert_eq!(args.log_format, LogFormat::Text);
         assert_eq!(args.hosted(), statements::instances().collect::<Vec<_>>());
@@ -468,9 +470,9 @@ mod tests {
         assert_eq!(default_queue_depth(2, ms(60_000), ms(700)), 172);
         assert_eq!(default_queue_depth(1, ms(1_000), ms(100)), 10);
         assert_eq!(default_queue_depth(3, ms(1_000), ms(300)), 12);
-        assert_eq!(default_service_time(1), ms(700));
-        assert_eq!(default_service_time(2), ms(350));
-        assert_eq!(default_service_time(64), ms(350));
+        assert_eq!(default_service_time(1), ms(350));
+        assert_eq!(default_service_time(2), ms(200));
+        assert_eq!(default_service_time(64), ms(200));
         // The reference's stress test (100 identical k=6 transfers at once) fits the default
         // queue, with room for the one in flight.
         let args = Args::try_parse_from(["enygma-server", "--prove-threads", "2"]).unwrap();
