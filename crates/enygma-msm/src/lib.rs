@@ -91,6 +91,8 @@ impl Arithmetic {
 
     /// Every arithmetic this CPU can run, scalar first.
     pub fn available() -> Vec<Self> {
+        // Only x86_64 has a second arithmetic to push.
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut all = vec![Arithmetic::Scalar];
         #[cfg(target_arch = "x86_64")]
         if Self::ifma_detected() {

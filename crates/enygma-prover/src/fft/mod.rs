@@ -100,7 +100,7 @@ impl CosetFft {
                 .map(|p| powers[bit_reverse(p, log_n)])
                 .collect::<Vec<_>>()
         };
-        let mut tables = Self {
+        let scalar = Self {
             log_n,
             twiddles: stage_twiddles(domain.group_gen(), n),
             inverse_twiddles: stage_twiddles(domain.group_gen_inv(), n),
@@ -109,12 +109,14 @@ impl CosetFft {
             #[cfg(target_arch = "x86_64")]
             lanes: None,
         };
-        match arithmetic {
-            Arithmetic::Scalar => {}
+        Some(match arithmetic {
+            Arithmetic::Scalar => scalar,
             #[cfg(target_arch = "x86_64")]
-            Arithmetic::Ifma => tables.lanes = lanes::LaneTables::new(&tables),
-        }
-        Some(tables)
+            Arithmetic::Ifma => Self {
+                lanes: lanes::LaneTables::new(&scalar),
+                ..scalar
+            },
+        })
     }
 
     /// The arithmetic the transforms run with.
