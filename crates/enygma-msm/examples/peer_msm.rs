@@ -7,8 +7,8 @@
 //! the median time of `msm` (plain, the default) or of `msm_precomputed` (`pre`: the table's
 //! own window width, `pre14`: width 14) over the first 2^log of them and the result, in the
 //! line format of the Go side; `-scalar` times the scalar bucket arithmetic instead of the
-//! CPU's fastest (AVX-512 IFMA where there is one). The table is built before the timing, as a prover builds it when it loads
-//! a key; its size and build time go to stderr.
+//! CPU's fastest (AVX-512 IFMA where there is one). The table is built before the timing, as a
+//! prover builds it when it loads a key; its size and build time go to stderr.
 //!
 //! The timed work is the same as gnark's `G1Affine.MultiExp`: scalars out of Montgomery form,
 //! the MSM, the result to affine.

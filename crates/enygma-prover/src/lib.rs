@@ -34,8 +34,8 @@ use ark_bn254::Bn254;
 use ark_groth16::{PreparedVerifyingKey, VerifyingKey};
 use ark_std::UniformRand;
 use enygma_circuit::Fr;
-/// The MSMs' bucket arithmetic on this CPU (AVX-512 IFMA where detected), for the server's
-/// start-up log.
+/// The field arithmetic of the MSMs' bucket additions and of the witness map's transforms on
+/// this CPU (AVX-512 IFMA where detected), for the server's start-up log.
 pub use enygma_msm::Arithmetic as MsmArithmetic;
 pub use enygma_verifier::ProofResponse;
 pub use keys::{KeyError, MissingKeys};

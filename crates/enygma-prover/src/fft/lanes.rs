@@ -69,7 +69,7 @@ impl LaneTables {
     /// elements, the rest in lanes, the widest three of the second on the elements again.
     pub(super) fn domain_to_coset(&self, scalar: &CosetFft, x: &mut [Fr]) {
         let mut v = self.inverse_then_scale(scalar, x, &self.to_coset);
-        self.dit(&mut v, &self.twiddles);
+        self.dit(&mut v);
         store(&v, x);
         dit(x, &scalar.twiddles, x.len() / LANES);
     }
@@ -85,13 +85,15 @@ impl LaneTables {
     fn inverse_then_scale(&self, scalar: &CosetFft, x: &mut [Fr], by: &[Fr8]) -> Vec<Fr8> {
         dif(x, &scalar.inverse_twiddles, x.len() / LANES);
         let mut v = load(x);
-        self.dif(&mut v, &self.inverse_twiddles);
+        self.dif(&mut v);
         scale(&mut v, by);
         v
     }
 
-    /// The decimation-in-frequency stages of half-size `n/16` down to 1.
-    fn dif(&self, v: &mut [Fr8], twiddles: &[[u64; LIMBS]]) {
+    /// The decimation-in-frequency stages of half-size `n/16` down to 1 (the inverse
+    /// transform's, as in the scalar path).
+    fn dif(&self, v: &mut [Fr8]) {
+        let twiddles = &self.inverse_twiddles;
         let mut m = v.len() / 2;
         while m >= 1 {
             stage_runs(
@@ -108,8 +110,9 @@ impl LaneTables {
         }
     }
 
-    /// The decimation-in-time stages of half-size 1 up to `n/16`.
-    fn dit(&self, v: &mut [Fr8], twiddles: &[[u64; LIMBS]]) {
+    /// The decimation-in-time stages of half-size 1 up to `n/16` (the forward transform's).
+    fn dit(&self, v: &mut [Fr8]) {
+        let twiddles = &self.twiddles;
         let mut m = 1;
         while m < v.len() {
             stage_runs(
