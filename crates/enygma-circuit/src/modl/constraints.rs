@@ -85,6 +85,22 @@ fn enforce_remainder_with_hint(
     slack.enforce_equal(&Boolean::le_bits_to_fp(&slack_bits)?)
 }
 
+/// Bits allocated for a quantity that must be reduced (below L): one more than L has, so that an
+/// alias `x + L` (below 2L < 2²⁵²) is representable and refused by the comparison in
+/// [`enforce_reduced`], rather than silently truncated into some other value.
+pub const REDUCED_ALLOC_BITS: usize = L_BITS + 1;
+
+/// Enforces that the integer of the little-endian `bits` (each already boolean) is below L,
+/// the native [`super::is_reduced`]: `bits ≤ L − 1` by [`crate::bits::enforce_at_most`]. For
+/// [`REDUCED_ALLOC_BITS`] bits it costs [`REDUCED_COST`] constraints.
+pub fn enforce_reduced(bits: &[Boolean<Fr>]) -> Result<(), SynthesisError> {
+    crate::bits::enforce_at_most(bits, &(l_biguint() - 1u32))
+}
+
+/// Constraints of [`enforce_reduced`] on [`REDUCED_ALLOC_BITS`] bits (one for the top bit, the
+/// rest for the runs of L − 1's bits).
+pub const REDUCED_COST: usize = 152;
+
 /// Check 9: the canonical integer of `x` is one of 0, L, …, 7L (the multiples of L below r),
 /// i.e. `Π_{j=0}^{7} (x − j·L) = 0` (7 constraints).
 pub fn enforce_multiple_of_l(x: &FpVar<Fr>) -> Result<(), SynthesisError> {
@@ -101,7 +117,7 @@ mod tests {
     use ark_r1cs_std::alloc::AllocVar;
     use ark_relations::gr1cs::ConstraintSystem;
     use ark_std::UniformRand;
-    use rand::SeedableRng;
+    use rand::{Rng, SeedableRng};
 
     fn reduce_value(x: Fr) -> (Fr, bool, usize) {
         let cs = ConstraintSystem::<Fr>::new_ref();
@@ -185,6 +201,39 @@ mod tests {
         let top = -Fr::ONE;
         let (q, rem) = super::super::div_rem(&top);
         assert!(remainder_check(top, rem, q).0);
+    }
+
+    #[test]
+    fn reduced_bits_agree_with_native_and_cost_their_count() {
+        let l = l_fr();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let edges = [
+            Fr::ZERO,
+            Fr::ONE,
+            l - Fr::ONE,
+            l,
+            l + Fr::ONE,
+            l + l - Fr::ONE,
+        ];
+        for x in edges.into_iter().chain((0..20).map(|_| {
+            super::super::reduce(&Fr::rand(&mut rng)) + l * Fr::from(u64::from(rng.gen::<bool>()))
+        })) {
+            let cs = ConstraintSystem::<Fr>::new_ref();
+            let bits = alloc_bits(cs.clone(), || Ok(x), REDUCED_ALLOC_BITS).unwrap();
+            assert_eq!(
+                Boolean::le_bits_to_fp(&bits).unwrap().value().unwrap(),
+                x,
+                "representable"
+            );
+            let before = cs.num_constraints();
+            enforce_reduced(&bits).unwrap();
+            assert_eq!(cs.num_constraints() - before, REDUCED_COST);
+            assert_eq!(
+                cs.is_satisfied().unwrap(),
+                super::super::is_reduced(&x),
+                "x = {x}"
+            );
+        }
     }
 
     #[test]

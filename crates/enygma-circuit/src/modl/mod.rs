@@ -55,6 +55,13 @@ pub fn reduce(x: &Fr) -> Fr {
     div_rem(x).1
 }
 
+/// `true` when `x`'s canonical integer is below L: the one representative of its residue that a
+/// balance, an amount, a tx value or a random value may take (an alias `x + L` stands for the
+/// same group element, so accepting it would let one quantity pass as two).
+pub fn is_reduced(x: &Fr) -> bool {
+    x.into_bigint() < l_fr_bigint()
+}
+
 /// `true` when `x`'s canonical integer is a multiple of L (0, L, …, 7L): check 9's test that
 /// Pedersen of a sum is the identity, without multiplying anything.
 pub fn is_multiple_of_l(x: &Fr) -> bool {
@@ -84,5 +91,20 @@ mod tests {
         let (q, rem) = div_rem(&minus_one);
         assert_eq!(q, 7);
         assert_eq!(Fr::from(7u64) * l + rem, minus_one);
+    }
+
+    #[test]
+    fn reduced_means_below_l() {
+        let l = l_fr();
+        for (x, expected) in [
+            (Fr::from(0u64), true),
+            (l - Fr::ONE, true),
+            (l, false),
+            (l + Fr::ONE, false),
+            (-Fr::ONE, false),
+        ] {
+            assert_eq!(is_reduced(&x), expected, "x = {x}");
+            assert_eq!(is_reduced(&x), reduce(&x) == x);
+        }
     }
 }

@@ -27,13 +27,16 @@ use super::{Check, Deposit, Dvp, Kind, PaymentInputs, Withdraw, RANDOM_FACTOR_BI
 use crate::{
     babyjubjub::{
         self,
-        constraints::{fixed_base_msm, pedersen, Generator, PointVar},
+        constraints::{pedersen, PointVar},
         Point,
     },
     bits::{alloc_bits, enforce_integer_sum},
     dvp::{constraints as dvp_gadget, WITHDRAW_SLOTS},
     keys::constraints as keys,
-    modl::{self, constraints as modl_gadgets},
+    modl::{
+        self,
+        constraints::{self as modl_gadgets, REDUCED_ALLOC_BITS},
+    },
     poseidon::{self, constraints as poseidon_gadget},
     Fr,
 };
@@ -114,8 +117,10 @@ impl SelectSender for PointVar {
 }
 
 /// Every variable of one statement, public inputs first in the reference's order. Values with
-/// a known bound are allocated as their bits (check 11's range checks, and the scalars of
-/// checks 7 and 13), so the value is a free linear combination of them.
+/// a known bound are allocated as their bits (the range checks of checks 11, 13 and 19, and the
+/// scalars of checks 7 and 13), so the value is a free linear combination of them. The reduced
+/// quantities (B, R, the tx values) get one bit more than L has, so that an alias `x + L` is
+/// representable and refused by its own check's comparison with L.
 struct PaymentVars<'a> {
     cs: ConstraintSystemRef<Fr>,
     kind: Kind,
@@ -136,6 +141,7 @@ struct PaymentVars<'a> {
     secret_key: FpVar<Fr>,
     shared_secrets: Vec<FpVar<Fr>>,
     random_value: FpVar<Fr>,
+    random_value_bits: Vec<Boolean<Fr>>,
     balance_bits: Vec<Boolean<Fr>>,
     amount_bits: Vec<Boolean<Fr>>,
     tx_value_bits: Vec<Vec<Boolean<Fr>>>,
@@ -211,21 +217,24 @@ impl<'a> PaymentVars<'a> {
         let shared_secrets = (0..k)
             .map(|i| private(&|t| t.shared_secrets[i]))
             .collect::<Result<Vec<_>, _>>()?;
-        let random_value = private(&|t| *t.previous_sender_random_value)?;
         let bits = |f: &dyn Fn(&PaymentInputs) -> Fr, num_bits| {
             alloc_bits(cs.clone(), || value(f), num_bits)
+        };
+        let random_value_bits = {
+            namespace!(cs, Check::RandomValueRange);
+            bits(&|t| *t.previous_sender_random_value, REDUCED_ALLOC_BITS)?
         };
         let (balance_bits, amount_bits) = {
             namespace!(cs, Check::BalanceRange);
             (
-                bits(&|t| *t.previous_sender_balance, VALUE_BITS)?,
+                bits(&|t| *t.previous_sender_balance, REDUCED_ALLOC_BITS)?,
                 bits(&|t| *t.sender_tx_value, VALUE_BITS)?,
             )
         };
         let tx_value_bits = {
             namespace!(cs, Check::TxCommitments);
             (0..k)
-                .map(|i| bits(&|t| t.tx_values[i], VALUE_BITS))
+                .map(|i| bits(&|t| t.tx_values[i], REDUCED_ALLOC_BITS))
                 .collect::<Result<Vec<_>, _>>()?
         };
         let tx_random_bits = {
@@ -236,6 +245,7 @@ impl<'a> PaymentVars<'a> {
         };
         let to_fp = |bits: &[Boolean<Fr>]| Boolean::le_bits_to_fp(bits);
         Ok(Self {
+            random_value: to_fp(&random_value_bits)?,
             balance: to_fp(&balance_bits)?,
             amount: to_fp(&amount_bits)?,
             tx_values: tx_value_bits
@@ -261,7 +271,7 @@ impl<'a> PaymentVars<'a> {
             sender_id,
             secret_key,
             shared_secrets,
-            random_value,
+            random_value_bits,
             balance_bits,
             amount_bits,
             tx_value_bits,
@@ -286,17 +296,18 @@ impl<'a> PaymentVars<'a> {
         Ok(sender)
     }
 
-    /// Check 2. Transfer and deposit: tx_values[s] = (L − v) mod L; tx_values[s] is a
-    /// combination of its 252 bits, so only its upper bound is missing. Withdraw:
-    /// tx_values[s] = v, two combinations of 252 bits: an equality of integers.
+    /// Check 2. Transfer and deposit: tx_values[s] = (L − v) mod L, i.e. tx_values[s] + v is 0
+    /// or L (one constraint): both are below L (checks 13 and 11), so their sum is an integer
+    /// below 2L, a multiple of L exactly when it is one of those two. Withdraw: tx_values[s] = v,
+    /// two combinations of bits: an equality of integers.
     fn enforce_sender_tx_value(&self, sender: &[Boolean<Fr>]) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::SenderTxValue);
         let sender_tx_value = FpVar::select_sender(sender, &self.tx_values);
         match self.kind {
-            Kind::Transfer | Kind::Deposit => modl_gadgets::enforce_remainder(
-                &(FpVar::Constant(modl::l_fr()) - &self.amount),
-                &sender_tx_value,
-            ),
+            Kind::Transfer | Kind::Deposit => {
+                let paid = sender_tx_value + &self.amount;
+                paid.mul_equals(&(&paid - modl::l_fr()), &FpVar::zero())
+            }
             Kind::Withdraw => sender_tx_value.enforce_equal(&self.amount),
         }
     }
@@ -340,16 +351,12 @@ impl<'a> PaymentVars<'a> {
             .enforce_equal(&FpVar::select_sender(sender, &self.public_keys))
     }
 
-    /// Check 7: previous_commits[s] = Pedersen(B, R). R·H depends only on R mod L, so the scalar
-    /// is R's exact remainder (251 bits) rather than its canonical 254-bit decomposition.
+    /// Check 7: previous_commits[s] = Pedersen(B, R), with B's and R's bits as the scalars.
     fn enforce_previous_commitment(&self, sender: &[Boolean<Fr>]) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::PreviousCommitment);
         let sender_previous_commit = PointVar::select_sender(sender, &self.previous_commits);
-        pedersen(
-            &self.balance_bits,
-            &modl_gadgets::reduce(&self.random_value)?.remainder_bits,
-        )?
-        .enforce_equal(&sender_previous_commit)
+        pedersen(&self.balance_bits, &self.random_value_bits)?
+            .enforce_equal(&sender_previous_commit)
     }
 
     /// Check 8: message_tags[i] = Poseidon(Poseidon(12), sᵢ, block_number) mod L.
@@ -368,58 +375,45 @@ impl<'a> PaymentVars<'a> {
         Ok(())
     }
 
-    /// `Σ tx_commits`.
-    fn sum_of_tx_commits(&self) -> Result<PointVar, SynthesisError> {
-        let points = &self.tx_commits;
-        points[1..]
-            .iter()
-            .try_fold(points[0].clone(), |sum, p| sum.add(p))
-    }
-
-    /// Check 9: Σ tx_random_values is a multiple of L (six values below 2²⁵¹ cannot wrap past
-    /// r), and the values are conserved.
-    fn enforce_value_conservation(&self) -> Result<(), SynthesisError> {
+    /// Check 9: the members other than the sender receive v in all (transfer) or nothing
+    /// (deposit, withdraw), and Σ tx_random_values is a multiple of L. Each tx value is below L
+    /// (check 13) and each random factor below 2²⁵¹, so at most six of either cannot wrap past r:
+    /// both sums are integer sums.
+    fn enforce_value_conservation(&self, sender: &[Boolean<Fr>]) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::ValueConservation);
-        let random_sum = || self.tx_randoms.iter().sum();
-        match self.kind {
-            // Transfer: Σ tx_values is a multiple of L in the field; check 10 closes the
-            // wrap-around.
-            Kind::Transfer => {
-                modl_gadgets::enforce_multiple_of_l(&self.tx_values.iter().sum())?;
-                modl_gadgets::enforce_multiple_of_l(&random_sum())
-            }
-            // Σ tx_commits = tx_values[s]·G, which check 2 makes −v·G for a deposit (L·G is the
-            // identity, so v = 0 needs no case) and v·G for a withdraw. With check 13 this is
-            // conservation over the integers: nothing can wrap inside the group.
-            Kind::Deposit | Kind::Withdraw => {
-                modl_gadgets::enforce_multiple_of_l(&random_sum())?;
-                let paid = fixed_base_msm(&[(Generator::G, &self.amount_bits)])?;
-                let expected = match self.kind {
-                    Kind::Deposit => paid.negate(),
-                    _ => paid,
-                };
-                self.sum_of_tx_commits()?.enforce_equal(&expected)
-            }
-        }
+        let receivers_sum = self.tx_values.iter().sum::<FpVar<Fr>>()
+            - FpVar::select_sender(sender, &self.tx_values);
+        let received = match self.kind {
+            Kind::Transfer => self.amount.clone(),
+            Kind::Deposit | Kind::Withdraw => FpVar::zero(),
+        };
+        receivers_sum.enforce_equal(&received)?;
+        modl_gadgets::enforce_multiple_of_l(&self.tx_randoms.iter().sum())
     }
 
     /// Check 10, of a transfer: the tx commitments sum to the identity.
     fn enforce_sum_of_tx_commitments(&self) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::SumOfTxCommitments);
-        self.sum_of_tx_commits()?
+        let points = &self.tx_commits;
+        points[1..]
+            .iter()
+            .try_fold(points[0].clone(), |sum, p| sum.add(p))?
             .enforce_equal(&PointVar::constant(&babyjubjub::identity()))
     }
 
-    /// Check 11: B, v < 2²⁵² (their bits, allocated in this check's namespace) and, but for a
-    /// withdraw, B − v ≥ 0, i.e. B − v < 2²⁵² too.
+    /// Check 11: B < L, and v < L for a withdraw (for transfer and deposit it follows from
+    /// v ≤ B), and but for a withdraw B − v ≥ 0, i.e. B − v < 2²⁵² (B and v are below 2²⁵²,
+    /// so a negative difference is a field element above r − 2²⁵² > 2²⁵²).
     fn enforce_balance_range(&self) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::BalanceRange);
-        if self.kind != Kind::Withdraw {
+        modl_gadgets::enforce_reduced(&self.balance_bits)?;
+        if self.kind == Kind::Withdraw {
+            modl_gadgets::enforce_reduced(&self.amount_bits)
+        } else {
             let headroom = &self.balance - &self.amount;
             let headroom_bits = alloc_bits(self.cs.clone(), || headroom.value(), VALUE_BITS)?;
-            headroom.enforce_equal(&Boolean::le_bits_to_fp(&headroom_bits)?)?;
+            headroom.enforce_equal(&Boolean::le_bits_to_fp(&headroom_bits)?)
         }
-        Ok(())
     }
 
     /// Check 12: nullifier = Poseidon(hashed_shared_secrets[s], block_number).
@@ -433,7 +427,7 @@ impl<'a> PaymentVars<'a> {
     }
 
     /// Check 13: tx_commits[i] = Pedersen(tx_values[i], tx_random_values[i]), every tx value
-    /// below 2²⁵² (its bits, allocated in this check's namespace).
+    /// below L (its bits, allocated in this check's namespace, compared with L − 1).
     fn enforce_tx_commitments(&self) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::TxCommitments);
         for ((vb, rb), c) in self
@@ -442,6 +436,7 @@ impl<'a> PaymentVars<'a> {
             .zip(&self.tx_random_bits)
             .zip(&self.tx_commits)
         {
+            modl_gadgets::enforce_reduced(vb)?;
             pedersen(vb, rb)?.enforce_equal(c)?;
         }
         Ok(())
@@ -469,6 +464,12 @@ impl<'a> PaymentVars<'a> {
             &receivers_sum,
             &FpVar::select_sender(sender, &self.tx_randoms),
         )
+    }
+
+    /// Check 19: R < L (its bits, allocated in this check's namespace).
+    fn enforce_random_value_range(&self) -> Result<(), SynthesisError> {
+        namespace!(self.cs, Check::RandomValueRange);
+        modl_gadgets::enforce_reduced(&self.random_value_bits)
     }
 
     /// Check 15 of a deposit: hash = DvpHash(pk, saltOut, v, address).
@@ -546,7 +547,7 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         vars.enforce_public_key(&sender)?;
         vars.enforce_previous_commitment(&sender)?;
         vars.enforce_message_tags()?;
-        vars.enforce_value_conservation()?;
+        vars.enforce_value_conservation(&sender)?;
         if kind == Kind::Transfer {
             vars.enforce_sum_of_tx_commitments()?;
         }
@@ -554,6 +555,7 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         vars.enforce_nullifier(&sender)?;
         vars.enforce_tx_commitments()?;
         vars.enforce_random_factors(&sender)?;
+        vars.enforce_random_value_range()?;
         match kind {
             Kind::Transfer => Ok(()),
             Kind::Deposit => vars.enforce_dvp_hash(),
@@ -569,7 +571,10 @@ mod tests {
     use ark_relations::gr1cs::ConstraintSystem;
     use rand::SeedableRng;
 
-    use crate::{babyjubjub, payment::Withdraw};
+    use crate::{
+        babyjubjub,
+        payment::{Spend, Withdraw},
+    };
 
     /// Synthesizes the circuit for `inputs` with their honest hints; `Ok(true)` if satisfied.
     fn satisfied(inputs: &PaymentInputs) -> bool {
@@ -653,9 +658,9 @@ mod tests {
 
     /// Transfer, deposit, withdraw; k = 2..6.
     const EXPECTED_CONSTRAINTS: [[usize; 5]; 3] = [
-        [12_231, 16_067, 19_903, 23_739, 27_575],
-        [13_456, 17_292, 21_128, 24_964, 28_800],
-        [29_516, 33_352, 37_188, 41_024, 44_860],
+        [12_323, 16_312, 20_301, 24_290, 28_279],
+        [13_036, 17_019, 21_002, 24_985, 28_968],
+        [29_505, 33_488, 37_471, 41_454, 45_437],
     ];
 
     #[test]
@@ -804,7 +809,8 @@ mod tests {
     }
 
     /// Honest withdraws of 1 to 10 deposits, in leading or scattered slots, and of the largest
-    /// values the bound allows (v = 2²⁵² − 1 from one deposit, or from ten with carries).
+    /// values the bound allows (v = L − 1 from one deposit, or from ten with carries), and a
+    /// credit of L refused.
     #[test]
     fn honest_withdraws_of_one_to_ten_deposits_satisfy_the_circuit() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(16);
@@ -828,7 +834,7 @@ mod tests {
         assert_eq!(scattered.check(), Ok(0));
         assert!(satisfied(&scattered), "deposits in slots 2, 5, 9");
 
-        let max = Fr::from((num_bigint::BigUint::from(1u8) << 252u32) - 1u32);
+        let max = modl::l_fr() - Fr::ONE;
         let ten: Vec<u64> = vec![1; WITHDRAW_SLOTS];
         let mut largest = PaymentInputs::generate_withdraw(2, 1, &ten, 7, &mut rng);
         let mut one = vec![Fr::ZERO; WITHDRAW_SLOTS];
@@ -839,16 +845,22 @@ mod tests {
             empty_slot(withdraw_mut(&mut largest), j);
         }
         assert_eq!(largest.check(), Ok(1));
-        assert!(satisfied(&largest), "one deposit of 2^252 - 1");
-        // Ten deposits of about 2^252 / 10 each, summing to 2^252 − 1.
+        assert!(satisfied(&largest), "one deposit of L - 1");
+        let mut credited_l = largest.clone();
+        let mut one_more = one.clone();
+        one_more[3] = modl::l_fr();
+        claim(&mut credited_l, 1, &one_more);
+        assert_eq!(credited_l.check().unwrap_err().check, Check::BalanceRange);
+        assert!(!satisfied(&credited_l), "a credit of L");
+        // Ten deposits of about L / 10 each, summing to L − 1.
         let mut spread = PaymentInputs::generate_withdraw(2, 1, &ten, 7, &mut rng);
-        let part = Fr::from((num_bigint::BigUint::from(1u8) << 252u32) / 10u32 + 7u32);
+        let part = Fr::from(modl::l_biguint() / 10u32 + 7u32);
         let mut parts = vec![part; WITHDRAW_SLOTS];
         parts[9] = max - part * Fr::from(9u64);
         claim(&mut spread, 1, &parts);
         assert_eq!(*spread.sender_tx_value, max);
         assert_eq!(spread.check(), Ok(1));
-        assert!(satisfied(&spread), "ten deposits summing to 2^252 - 1");
+        assert!(satisfied(&spread), "ten deposits summing to L - 1");
     }
 
     /// Forged withdraws the reference proves, each refused by the circuit with the native checks
@@ -963,7 +975,8 @@ mod tests {
         assert_eq!(stolen.check().unwrap_err().check.number(), 15);
         assert!(!satisfied(&stolen));
 
-        // Check 9 of deposit and withdraw: receivers' values summing to r over the integers.
+        // Check 9 of deposit and withdraw: receivers' values summing to r over the integers (each
+        // above L, so check 13 names them now).
         let r = modl::to_biguint(&-Fr::ONE) + 1u32;
         let quarter = &r / 4u32;
         for kind in [Kind::Deposit, Kind::Withdraw] {
@@ -976,12 +989,20 @@ mod tests {
                 });
                 recommit(&mut minted, i);
             }
-            assert_eq!(minted.check().unwrap_err().check.number(), 9);
+            assert_eq!(minted.check().unwrap_err().check.number(), 13);
             assert!(
                 !satisfied(&minted),
                 "{kind}: value minted by wrapping past r"
             );
         }
+    }
+
+    /// `inputs` with one choice of its sender changed and every other value derived again, as a
+    /// forger would.
+    fn respend(inputs: &PaymentInputs, edit: impl Fn(&mut Spend)) -> PaymentInputs {
+        let mut spend = Spend::of(inputs);
+        edit(&mut spend);
+        spend.inputs()
     }
 
     /// The trace of the first unsatisfied constraint of `inputs`' circuit.
@@ -1005,7 +1026,28 @@ mod tests {
             &mut rand_chacha::ChaCha8Rng::seed_from_u64(24),
         );
         type Edit = fn(&mut PaymentInputs);
-        let forgeries: [(&PaymentInputs, Check, Edit); 17] = [
+        let forgeries: [(&PaymentInputs, Check, Edit); 21] = [
+            // The aliases mod L of a balance, of the receivers' values and of a random value.
+            (&transfer, Check::BalanceRange, |t| {
+                *t = respend(t, |s| {
+                    let big = Fr::from(10u128.pow(30));
+                    s.balance += modl::l_fr();
+                    s.amount = big;
+                    s.tx_values = vec![big, modl::l_fr() - big, Fr::ZERO];
+                })
+            }),
+            (&transfer, Check::ValueConservation, |t| {
+                *t = respend(t, |s| {
+                    s.amount = Fr::ZERO;
+                    s.tx_values = vec![Fr::ONE, Fr::ZERO, modl::l_fr() - Fr::ONE];
+                })
+            }),
+            (&deposit, Check::ValueConservation, |t| {
+                *t = respend(t, |s| s.tx_values[1] = modl::l_fr())
+            }),
+            (&withdraw, Check::RandomValueRange, |t| {
+                *t = respend(t, |s| s.random_value += modl::l_fr())
+            }),
             (&transfer, Check::SenderInAnonymitySet, |t| {
                 t.anonymity_set[0] = *t.sender_id
             }),

@@ -18,17 +18,22 @@
 //! 6. `public_keys[s] = Poseidon(secret_key, secret_key) mod L`.
 //! 7. `previous_commits[s] = Pedersen(B, R)`.
 //! 8. `message_tags[i] = Poseidon(Poseidon(12), shared_secrets[i], block_number) mod L`.
-//! 9. Value conservation. Transfer: `Σ tx_values ≡ 0` and `Σ tx_random_values ≡ 0 (mod L)`.
-//!    Deposit and withdraw: the tx commitments sum to `tx_values[s]·G`, i.e. the other members'
-//!    values sum to 0 and `Σ tx_random_values ≡ 0 (mod L)`, over the integers. (The reference
+//! 9. Value conservation: the members other than the sender receive v in all for a transfer
+//!    (`Σ_{i≠s} tx_values[i] = v`) and nothing for a deposit or a withdraw (every other tx value
+//!    is 0), and `Σ tx_random_values ≡ 0 (mod L)`. Every tx value is below L (check 13), so at
+//!    most five of them add up to less than 5L < r: the field sums are integer sums. (The
+//!    reference only asks `Σ tx_values ≡ 0 (mod L)`, which `[0, L − 1, 1]` passes: one member
+//!    loses 1, or a member at 0 is handed a balance of L − 1; and for deposit and withdraw it
 //!    compares Pedersen commitments of the *field* sums, which receivers' values summing to r
-//!    would fool; the transfer has check 10 for that, these statements have nothing else.)
+//!    fool.)
 //! 10. Transfer only: the sum of all transaction commitments is the identity.
-//! 11. B and v are below 2²⁵², and for transfer and deposit B ≥ v. (The reference's withdraw
-//!     bounds only v; B's bound costs honest requests nothing, since a balance is a residue
-//!     mod L < 2²⁵², and gives check 7 the same 252-bit scalar in every statement.)
+//! 11. B < L and v < L, and for transfer and deposit v ≤ B. A balance is a residue mod L, and
+//!     B + L opens the same commitment (check 7): without the bound, a sender holding 10 could
+//!     claim 10 + L and pay out up to that. (The reference bounds B and v below 2²⁵² only, and
+//!     its withdraw bounds only v.)
 //! 12. `nullifier = Poseidon(hashed_shared_secrets[s], block_number)`.
-//! 13. `tx_commits[i] = Pedersen(tx_values[i], tx_random_values[i])`, every tx value below 2²⁵².
+//! 13. `tx_commits[i] = Pedersen(tx_values[i], tx_random_values[i])`, every tx value below L
+//!     (the reference: below 2²⁵², so L − x passes as a "receiver's value" that takes x away).
 //! 14. With `hᵢ = Poseidon(Poseidon(21), shared_secrets[i], block_number) mod L`: a receiver's
 //!     `tx_random_values[i] = L − hᵢ`, the sender's is `(Σ_{i≠s} hᵢ) mod L`.
 //! 15. Deposit: `hash = DvpHash(pk, saltOut, v, address)`, with
@@ -40,6 +45,12 @@
 //!     integers: the sender is credited exactly the value of the deposits it claims.
 //! 17. Withdraw: a slot with `v_per_deposit[j] = 0` is empty, its `hashes[j]` is 0.
 //! 18. Withdraw: the non-zero `hashes` are pairwise distinct (no deposit is claimed twice).
+//! 19. R < L. Check 7 only sees R mod L, but check 4 hashes R itself: R, R + L, …, R + 7L would
+//!     open the same commitment with as many shared secrets, tags and nullifiers, several
+//!     spends of one balance in one block. (The reference has no such bound.)
+//!
+//! The argument that these checks leave every quantity one representative, statement by
+//! statement, is in `docs/soundness.md`.
 //!
 //! Public inputs, in this order: hashed_shared_secrets[k], public_keys[k], previous_commits[k] as
 //! x0, y0, x1, y1, …, tx_commits[k] likewise, nullifier, block_number, anonymity_set[k],
@@ -57,9 +68,9 @@
 //! that. And once v is the sum of the claimed values, one deposit named in two slots would count
 //! twice: check 18 refuses that.
 //!
-//! Check 16's bound: every `v_per_deposit[j]` is a non-negative part of v < 2²⁵² (check 11), so
+//! Check 16's bound: every `v_per_deposit[j]` is a non-negative part of v < L (check 11), so
 //! bounding each below 2²⁵² refuses no honest request (and every deposit hash a deposit creates
-//! is for a value below 2²⁵², by the deposit's check 11). With that bound, ten parts sum to less
+//! is for a value below L, by the deposit's check 11). With that bound, ten parts sum to less
 //! than 2²⁵⁶, which can exceed r: the field sum alone could wrap around, so the circuit adds the
 //! parts' low and high 126-bit halves separately, with a 4-bit carry between them
 //! ([`crate::bits::enforce_integer_sum`]: 252 booleanity constraints a slot, plus 6). Bounding
@@ -85,7 +96,8 @@ use crate::{
     poseidon, Fr, Secret,
 };
 
-/// Bound on balances and amounts (checks 7 and 11) and on every tx value (check 13).
+/// Bits of an amount (v, and a withdraw's `v_per_deposit`): below 2²⁵², so that ten of them add
+/// up below 2²⁵⁶ without overflowing the integer sum of check 16. Check 11 then bounds v below L.
 pub const VALUE_BITS: usize = 252;
 /// Random factors are at most L, so they fit in L's 251 bits.
 pub const RANDOM_FACTOR_BITS: usize = modl::L_BITS;
@@ -211,7 +223,7 @@ macro_rules! checks {
             /// Every check, in order.
             pub const ALL: [Check; [$($number),*].len()] = [$(Check::$variant),*];
 
-            /// The check's number in the module documentation (1–18).
+            /// The check's number in the module documentation (1–19).
             pub const fn number(self) -> u8 {
                 self as u8
             }
@@ -253,6 +265,7 @@ checks! {
     16 WithdrawnValue "withdrawn value",
     17 EmptyDepositSlot "empty deposit slot",
     18 DistinctDeposits "distinct deposits",
+    19 RandomValueRange "random value range",
 }
 
 impl fmt::Display for Check {
@@ -382,6 +395,15 @@ pub fn random_factors(shared_secrets: &[Fr], block_number: &Fr, sender: usize) -
         .collect()
 }
 
+/// What the members other than the sender receive in all (check 9): v for a transfer, nothing
+/// for a deposit or a withdraw (the value goes to or comes from a DvP commitment).
+pub fn received(kind: Kind, amount: &Fr) -> Fr {
+    match kind {
+        Kind::Transfer => *amount,
+        Kind::Deposit | Kind::Withdraw => Fr::ZERO,
+    }
+}
+
 /// `tx_values[s]` as check 2 wants it.
 pub fn sender_tx_value(kind: Kind, amount: &Fr) -> Fr {
     match kind {
@@ -450,6 +472,7 @@ impl PaymentInputs {
         self.check_nullifier(s)?;
         self.check_tx_commitments()?;
         self.check_random_factors(s)?;
+        self.check_random_value_range()?;
         match &self.dvp {
             Dvp::None => {}
             Dvp::Deposit(d) => d.check_dvp_hash(&self.sender_tx_value)?,
@@ -578,23 +601,28 @@ impl PaymentInputs {
         )
     }
 
+    /// Check 9, in the field, as the circuit states it: each tx value is below L (check 13) and
+    /// at most five receivers' values add up to less than 5L < r, so the field equation is the
+    /// integer one.
     fn check_value_conservation(&self, s: usize) -> Result<(), CheckFailure> {
-        let values_conserved = match self.kind() {
-            Kind::Transfer => modl::is_multiple_of_l(&self.tx_values.iter().sum()),
-            // Integers, not field elements: see check 9 in the module documentation.
-            Kind::Deposit | Kind::Withdraw => {
-                let others: num_bigint::BigUint = (0..self.k())
-                    .filter(|&i| i != s)
-                    .map(|i| modl::to_biguint(&self.tx_values[i]))
-                    .sum();
-                others % modl::l_biguint() == num_bigint::BigUint::ZERO
-            }
-        };
+        let check = Check::ValueConservation;
+        let receivers_sum: Fr = (0..self.k())
+            .filter(|&i| i != s)
+            .map(|i| self.tx_values[i])
+            .sum();
+        if receivers_sum != received(self.kind(), &self.sender_tx_value) {
+            return Err(CheckFailure::new(
+                check,
+                match self.kind() {
+                    Kind::Transfer => "the receivers' tx_values must sum to sender_tx_value",
+                    Kind::Deposit | Kind::Withdraw => {
+                        "the tx_values of members other than the sender must be 0"
+                    }
+                },
+            ));
+        }
         let random_sum: Fr = self.tx_random_values.iter().sum();
-        ensure(
-            values_conserved && modl::is_multiple_of_l(&random_sum),
-            Check::ValueConservation,
-        )
+        ensure(modl::is_multiple_of_l(&random_sum), check)
     }
 
     /// Check 10, of a transfer.
@@ -610,13 +638,27 @@ impl PaymentInputs {
         )
     }
 
+    /// Check 11: B < L and v < L (the one representative of each), and v ≤ B but for a
+    /// withdraw.
     fn check_balance_range(&self) -> Result<(), CheckFailure> {
+        let check = Check::BalanceRange;
         let (b, v) = (*self.previous_sender_balance, *self.sender_tx_value);
-        let covered = self.kind() == Kind::Withdraw || b.into_bigint() >= v.into_bigint();
-        ensure(
-            fits_bits(&b, VALUE_BITS) && fits_bits(&v, VALUE_BITS) && covered,
-            Check::BalanceRange,
-        )
+        if !modl::is_reduced(&b) {
+            return Err(CheckFailure::new(
+                check,
+                "previous_sender_balance must be below L",
+            ));
+        }
+        if !modl::is_reduced(&v) {
+            return Err(CheckFailure::new(check, "sender_tx_value must be below L"));
+        }
+        if self.kind() != Kind::Withdraw && b.into_bigint() < v.into_bigint() {
+            return Err(CheckFailure::new(
+                check,
+                "sender_tx_value must not exceed previous_sender_balance",
+            ));
+        }
+        Ok(())
     }
 
     fn check_nullifier(&self, s: usize) -> Result<(), CheckFailure> {
@@ -628,10 +670,10 @@ impl PaymentInputs {
 
     fn check_tx_commitments(&self) -> Result<(), CheckFailure> {
         let check = Check::TxCommitments;
-        if let Some(i) = first_bad(&self.tx_values, |_, tv| !fits_bits(tv, VALUE_BITS)) {
+        if let Some(i) = first_bad(&self.tx_values, |_, tv| !modl::is_reduced(tv)) {
             return Err(CheckFailure::new(
                 check,
-                format!("tx_values[{i}] must be below 2^252"),
+                format!("tx_values[{i}] must be below L"),
             ));
         }
         ensure_all(&self.tx_commits, check, "tx_commits", |i, c| {
@@ -646,6 +688,15 @@ impl PaymentInputs {
             Check::RandomFactors,
             "tx_random_values",
             |i, t| *t == expected[i],
+        )
+    }
+
+    /// Check 19: R < L. R·H only depends on R mod L, but check 4 hashes R itself: R + L would
+    /// open the same previous commitment with another shared secret, tag and nullifier.
+    fn check_random_value_range(&self) -> Result<(), CheckFailure> {
+        ensure(
+            modl::is_reduced(&self.previous_sender_random_value),
+            Check::RandomValueRange,
         )
     }
 }
@@ -712,6 +763,128 @@ impl Withdraw {
     }
 }
 
+/// What the sender of a payment chooses, from which every other value of its inputs follows
+/// (generated requests and tests use it; requests to prove are parsed into [`PaymentInputs`]):
+/// what an honest client computes, and what a forger recomputes after changing one choice (the
+/// ledger tests do exactly that). [`Spend::inputs`] derives the sender's shared secret, public
+/// key and previous commitment, the random factors, every commitment, hash, tag, the nullifier
+/// and the DvP hashes; the other members' public keys and previous commitments are taken as
+/// given (they are the ledger's), and so are their shared secrets (the sender's entry is
+/// ignored).
+#[derive(Clone, Debug)]
+pub struct Spend {
+    pub anonymity_set: Vec<Fr>,
+    pub sender: usize,
+    pub secret_key: Fr,
+    pub public_keys: Vec<Fr>,
+    pub previous_commits: Vec<(Fr, Fr)>,
+    /// B and R: the opening of the sender's previous commitment.
+    pub balance: Fr,
+    pub random_value: Fr,
+    /// v.
+    pub amount: Fr,
+    /// Every member's tx value, the sender's included (as check 2 wants it, for an honest one).
+    pub tx_values: Vec<Fr>,
+    pub shared_secrets: Vec<Fr>,
+    pub block_number: Fr,
+    /// The deposit's or withdraw's preimages; their public hashes are recomputed.
+    pub dvp: Dvp,
+}
+
+impl Spend {
+    /// The choices behind `inputs`, whose sender must be in its anonymity set (check 1): so
+    /// that a test can change one and derive the rest again.
+    pub fn of(inputs: &PaymentInputs) -> Self {
+        let sender = inputs
+            .anonymity_set
+            .iter()
+            .position(|m| *m == *inputs.sender_id)
+            .expect("the sender is in the anonymity set");
+        Self {
+            anonymity_set: inputs.anonymity_set.clone(),
+            sender,
+            secret_key: *inputs.secret_key,
+            public_keys: inputs.public_keys.clone(),
+            previous_commits: inputs.previous_commits.clone(),
+            balance: *inputs.previous_sender_balance,
+            random_value: *inputs.previous_sender_random_value,
+            amount: *inputs.sender_tx_value,
+            tx_values: inputs.tx_values.to_vec(),
+            shared_secrets: inputs.shared_secrets.to_vec(),
+            block_number: inputs.block_number,
+            dvp: inputs.dvp.clone(),
+        }
+    }
+
+    /// The inputs this spend stands for, every derived value recomputed.
+    pub fn inputs(&self) -> PaymentInputs {
+        let s = self.sender;
+        let (sk, r) = (self.secret_key, self.random_value);
+        let mut shared_secrets = self.shared_secrets.clone();
+        shared_secrets[s] = modl::reduce(&poseidon::hash(&[r, sk]));
+        let mut public_keys = self.public_keys.clone();
+        public_keys[s] = public_key(&sk);
+        let mut previous_commits = self.previous_commits.clone();
+        let p = babyjubjub::pedersen(&self.balance, &r);
+        previous_commits[s] = (p.x, p.y);
+        let tx_random_values = random_factors(&shared_secrets, &self.block_number, s);
+        let tx_commits = self
+            .tx_values
+            .iter()
+            .zip(&tx_random_values)
+            .map(|(v, r)| {
+                let p = babyjubjub::pedersen(v, r);
+                (p.x, p.y)
+            })
+            .collect();
+        let hashed_shared_secrets: Vec<Fr> =
+            shared_secrets.iter().map(hashed_shared_secret).collect();
+        let mut dvp = self.dvp.clone();
+        match &mut dvp {
+            Dvp::None => {}
+            Dvp::Deposit(d) => {
+                d.hash = dvp::erc20_commitment(&d.pk, &d.salt_out, &self.amount, &d.address)
+            }
+            Dvp::Withdraw(w) => {
+                for j in 0..WITHDRAW_SLOTS {
+                    w.hashes[j] = if w.v_per_deposit[j].is_zero() {
+                        Fr::ZERO
+                    } else {
+                        dvp::erc20_commitment(
+                            &public_key(&w.sk_deposits[j]),
+                            &w.salts_in[j],
+                            &w.v_per_deposit[j],
+                            &w.address,
+                        )
+                    };
+                }
+            }
+        }
+        PaymentInputs {
+            sender_id: self.anonymity_set[s].into(),
+            nullifier: poseidon::hash(&[hashed_shared_secrets[s], self.block_number]),
+            message_tags: shared_secrets
+                .iter()
+                .map(|x| message_tag(x, &self.block_number))
+                .collect(),
+            anonymity_set: self.anonymity_set.clone(),
+            secret_key: sk.into(),
+            shared_secrets: shared_secrets.into(),
+            hashed_shared_secrets,
+            public_keys,
+            previous_sender_balance: self.balance.into(),
+            previous_sender_random_value: r.into(),
+            previous_commits,
+            tx_commits,
+            tx_values: self.tx_values.clone().into(),
+            tx_random_values: tx_random_values.into(),
+            sender_tx_value: self.amount.into(),
+            block_number: self.block_number,
+            dvp,
+        }
+    }
+}
+
 impl PaymentInputs {
     /// Valid inputs of `kind` for member `sender` (balance `balance`) moving `amount`, with every
     /// other value drawn from `rng`: the request pools of tests and load tests. A transfer pays
@@ -765,33 +938,11 @@ impl PaymentInputs {
         let secret_key = below_l(rng);
         let random_value = below_l(rng);
         let block_number = Fr::from(rng.gen_range(1..u32::MAX as u64));
-        let balance = Fr::from(balance);
-
-        let shared_secrets: Vec<Fr> = (0..k)
-            .map(|i| {
-                if i == sender {
-                    modl::reduce(&poseidon::hash(&[random_value, secret_key]))
-                } else {
-                    below_l(rng)
-                }
-            })
-            .collect();
-        let public_keys: Vec<Fr> = (0..k)
-            .map(|i| {
-                if i == sender {
-                    public_key(&secret_key)
-                } else {
-                    public_key(&below_l(rng))
-                }
-            })
-            .collect();
+        let shared_secrets: Vec<Fr> = (0..k).map(|_| below_l(rng)).collect();
+        let public_keys: Vec<Fr> = (0..k).map(|_| public_key(&below_l(rng))).collect();
         let previous_commits: Vec<(Fr, Fr)> = (0..k)
-            .map(|i| {
-                let p = if i == sender {
-                    babyjubjub::pedersen(&balance, &random_value)
-                } else {
-                    babyjubjub::pedersen(&Fr::from(rng.gen::<u32>()), &below_l(rng))
-                };
+            .map(|_| {
+                let p = babyjubjub::pedersen(&Fr::from(rng.gen::<u32>()), &below_l(rng));
                 (p.x, p.y)
             })
             .collect();
@@ -803,58 +954,39 @@ impl PaymentInputs {
                 _ => Fr::ZERO,
             })
             .collect();
-        let tx_random_values = random_factors(&shared_secrets, &block_number, sender);
-        let tx_commits = tx_values
-            .iter()
-            .zip(&tx_random_values)
-            .map(|(v, r)| {
-                let p = babyjubjub::pedersen(v, r);
-                (p.x, p.y)
-            })
-            .collect();
-        let hashed_shared_secrets: Vec<Fr> =
-            shared_secrets.iter().map(hashed_shared_secret).collect();
-        Self {
-            sender_id: anonymity_set[sender].into(),
-            nullifier: poseidon::hash(&[hashed_shared_secrets[sender], block_number]),
-            message_tags: shared_secrets
-                .iter()
-                .map(|s| message_tag(s, &block_number))
-                .collect(),
+        Spend {
             anonymity_set,
-            secret_key: secret_key.into(),
-            shared_secrets: shared_secrets.into(),
-            hashed_shared_secrets,
+            sender,
+            secret_key,
             public_keys,
-            previous_sender_balance: balance.into(),
-            previous_sender_random_value: random_value.into(),
             previous_commits,
-            tx_commits,
-            tx_values: tx_values.into(),
-            tx_random_values: tx_random_values.into(),
-            sender_tx_value: amount.into(),
+            balance: Fr::from(balance),
+            random_value,
+            amount,
+            tx_values,
+            shared_secrets,
             block_number,
-            dvp: Self::generate_dvp(kind, amount, notes, rng),
+            dvp: Self::generate_dvp(kind, notes, rng),
         }
+        .inputs()
     }
 
-    fn generate_dvp<R: Rng>(kind: Kind, amount: Fr, notes: &[u64], rng: &mut R) -> Dvp {
-        if kind == Kind::Transfer {
-            return Dvp::None;
-        }
-        let address = Fr::from(rng.gen::<u128>());
+    /// The DvP preimages of a generated request; [`Spend::inputs`] computes their hashes.
+    fn generate_dvp<R: Rng>(kind: Kind, notes: &[u64], rng: &mut R) -> Dvp {
         match kind {
             Kind::Transfer => Dvp::None,
             Kind::Deposit => {
+                let address = Fr::from(rng.gen::<u128>());
                 let (pk, salt_out) = (Fr::rand(rng), Fr::rand(rng));
                 Dvp::Deposit(Deposit {
-                    hash: dvp::erc20_commitment(&pk, &salt_out, &amount, &address),
+                    hash: Fr::ZERO,
                     pk: pk.into(),
                     address: address.into(),
                     salt_out: salt_out.into(),
                 })
             }
             Kind::Withdraw => {
+                let address = Fr::from(rng.gen::<u128>());
                 let mut values: Vec<Fr> = notes.iter().map(|&n| Fr::from(n)).collect();
                 values.resize(WITHDRAW_SLOTS, Fr::ZERO);
                 let mut w = Withdraw {
@@ -867,12 +999,6 @@ impl PaymentInputs {
                 for j in (0..WITHDRAW_SLOTS).filter(|&j| w.v_per_deposit[j] != Fr::ZERO) {
                     w.sk_deposits[j] = modl::reduce(&Fr::rand(rng));
                     w.salts_in[j] = Fr::rand(rng);
-                    w.hashes[j] = dvp::erc20_commitment(
-                        &public_key(&w.sk_deposits[j]),
-                        &w.salts_in[j],
-                        &w.v_per_deposit[j],
-                        &address,
-                    );
                 }
                 Dvp::Withdraw(w)
             }
@@ -1119,7 +1245,7 @@ mod tests {
 
     /// Receivers' values that sum to r over the integers sum to 0 in the field, which is all the
     /// reference's deposit and withdraw compare; their commitments then add up to (r mod L)·G,
-    /// value created from nothing. Check 9 works over the integers and refuses them.
+    /// value created from nothing. Each of them is at least L, which check 13 refuses.
     #[test]
     fn receivers_values_wrapping_past_r_are_refused() {
         let r = modl::to_biguint(&-Fr::ONE) + 1u32;
@@ -1134,7 +1260,6 @@ mod tests {
             let mut t = PaymentInputs::generate(kind, 5, 0, 9, 10, &mut rng(8));
             for (i, share) in (1..5).zip(&shares) {
                 t.tx_values[i] = Fr::from(share.clone());
-                assert!(fits_bits(&t.tx_values[i], VALUE_BITS));
                 recommit(&mut t, i);
             }
             assert_eq!(
@@ -1142,7 +1267,121 @@ mod tests {
                 Fr::ZERO,
                 "the field sum is blind to it"
             );
-            assert_eq!(t.check().unwrap_err().check.number(), 9, "{kind}");
+            assert_eq!(
+                t.check().map_err(|e| e.to_string()),
+                Err("check 13 (tx commitments) failed: tx_values[1] must be below L".into()),
+                "{kind}"
+            );
+        }
+    }
+
+    /// `L`, and `x` as a field element, for the forgeries below.
+    fn l_plus(x: u128) -> Fr {
+        l_fr() + Fr::from(x)
+    }
+
+    /// A sender holding 10 claims a balance of 10 + L (the same commitment) and pays 10^30:
+    /// the reference proves it, and the sender is left with a balance of L + 10 − 10^30.
+    #[test]
+    fn a_balance_aliased_by_l_is_refused() {
+        for kind in [Kind::Transfer, Kind::Deposit] {
+            let honest = PaymentInputs::generate(kind, 3, 0, 10, 10, &mut rng(40));
+            let mut spend = Spend::of(&honest);
+            let big = Fr::from(10u128.pow(30));
+            spend.balance = l_plus(10);
+            spend.amount = big;
+            spend.tx_values[0] = sender_tx_value(kind, &big);
+            if kind == Kind::Transfer {
+                spend.tx_values[1] = big;
+            }
+            let forged = spend.inputs();
+            assert_eq!(
+                forged.previous_commits[0], honest.previous_commits[0],
+                "the same commitment"
+            );
+            assert_eq!(
+                forged.check().map_err(|e| e.to_string()),
+                Err(
+                    "check 11 (balance range) failed: previous_sender_balance must be below L"
+                        .into()
+                ),
+                "{kind}"
+            );
+        }
+        // A withdraw credited L or more.
+        let mut w = Spend::of(&PaymentInputs::generate_withdraw(
+            2,
+            0,
+            &[5],
+            10,
+            &mut rng(41),
+        ));
+        let Dvp::Withdraw(notes) = &mut w.dvp else {
+            unreachable!()
+        };
+        notes.v_per_deposit[0] = l_plus(5);
+        w.amount = l_plus(5);
+        w.tx_values[0] = w.amount;
+        assert_eq!(
+            w.inputs().check().map_err(|e| e.to_string()),
+            Err("check 11 (balance range) failed: sender_tx_value must be below L".into())
+        );
+    }
+
+    /// Values below L that conserve value mod L but not over the integers: a transfer of 0 that
+    /// takes 1 from one member (`L − 1` is −1 mod L) and gives it to another, or hands a member
+    /// at 0 a balance of L − 1; for deposit and withdraw, other members' values that are not 0.
+    #[test]
+    fn receivers_values_that_only_cancel_mod_l_are_refused() {
+        let mut transfer = Spend::of(&PaymentInputs::generate(
+            Kind::Transfer,
+            3,
+            0,
+            0,
+            5,
+            &mut rng(42),
+        ));
+        transfer.tx_values = vec![Fr::ZERO, l_fr() - Fr::ONE, Fr::ONE];
+        assert_eq!(
+            transfer.inputs().check().map_err(|e| e.to_string()),
+            Err("check 9 (value conservation) failed: the receivers' tx_values must sum to sender_tx_value".into())
+        );
+        for kind in [Kind::Deposit, Kind::Withdraw] {
+            let mut spend = Spend::of(&PaymentInputs::generate(kind, 3, 0, 4, 5, &mut rng(43)));
+            spend.tx_values[1] = l_fr() - Fr::ONE;
+            spend.tx_values[2] = Fr::ONE;
+            assert_eq!(
+                spend.inputs().check().map_err(|e| e.to_string()),
+                Err("check 9 (value conservation) failed: the tx_values of members other than the sender must be 0".into()),
+                "{kind}"
+            );
+        }
+    }
+
+    /// R + L opens the same previous commitment, with another shared secret, tag and nullifier:
+    /// a second spend of one balance in the same block.
+    #[test]
+    fn a_random_value_aliased_by_l_is_refused() {
+        for kind in Kind::ALL {
+            let honest = PaymentInputs::generate(kind, 2, 1, 3, 7, &mut rng(44));
+            let mut spend = Spend::of(&honest);
+            spend.random_value += l_fr();
+            let forged = spend.inputs();
+            assert_eq!(forged.previous_commits, honest.previous_commits);
+            assert_ne!(forged.nullifier, honest.nullifier, "another nullifier");
+            assert_eq!(
+                forged.check().map_err(|e| e.to_string()),
+                Err("check 19 (random value range) failed".into()),
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_spend_derives_the_inputs_it_was_taken_from() {
+        for kind in Kind::ALL {
+            let t = PaymentInputs::generate(kind, 4, 3, 6, 9, &mut rng(45));
+            assert_eq!(Spend::of(&t).inputs(), t, "{kind}");
         }
     }
 
@@ -1152,7 +1391,7 @@ mod tests {
             assert_eq!(usize::from(check.number()), i + 1);
             assert_eq!(check.label(), format!("check {} ({})", i + 1, check.name()));
         }
-        assert_eq!(Check::ALL.len(), 18);
+        assert_eq!(Check::ALL.len(), 19);
     }
 
     #[test]
