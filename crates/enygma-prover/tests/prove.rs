@@ -276,7 +276,10 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
                 )
                 .err()
                 .unwrap();
-                assert_eq!(e.to_string(), "check 11 (balance range) failed");
+                assert_eq!(
+                    e.to_string(),
+                    "check 11 (balance range) failed: sender_tx_value must not exceed previous_sender_balance"
+                );
             }
             Dvp::Withdraw(_) => {
                 assert_eq!(
