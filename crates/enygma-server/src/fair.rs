@@ -425,3 +425,75 @@ impl Drop for Place<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::caller::check_name;
+
+    /// One slot; A (weight 2) and B (weight 1) queue 6 each behind a held slot: the slot then
+    /// goes A, A, B, A, A, B, ... and a caller at its in-flight limit or queue depth is skipped
+    /// or shed alone.
+    #[tokio::test]
+    async fn weights_set_the_turns_and_limits_are_per_caller() {
+        let (a, b) = (check_name("bank-a").unwrap(), check_name("bank-b").unwrap());
+        let shares = FairShares::new(
+            SharesConfig {
+                max_inflight: 1,
+                caller_queue_depth: 6,
+                caller_max_inflight: 1,
+                queue_timeout: Duration::from_secs(10),
+                callers: vec![(a.clone(), 2), (b.clone(), 1)],
+            },
+            Arc::new(ServiceTime::new(Duration::from_millis(1))),
+            Arc::new(Metrics::new()),
+        );
+        let (held, _) = shares.acquire(&Caller::anonymous()).await.unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for caller in [&a, &b] {
+            for _ in 0..6 {
+                let (shares, caller, order) = (shares.clone(), caller.clone(), order.clone());
+                tasks.push(tokio::spawn(async move {
+                    let (grant, _) = shares.acquire(&caller).await.unwrap();
+                    order.lock().unwrap().push(caller.to_string());
+                    drop(grant);
+                }));
+                tokio::task::yield_now().await;
+            }
+        }
+        while shares.gauges().queued < 12 {
+            tokio::task::yield_now().await;
+        }
+        // A's queue is full: A alone is shed, with a Retry-After from its own share.
+        assert_eq!(shares.acquire(&a).await.err(), Some(AdmitError::Shed));
+        assert!(shares.shed_early(&a) && !shares.shed_early(&Caller::anonymous()));
+        drop(held);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        assert_eq!(
+            order[..9],
+            [
+                "bank-a", "bank-a", "bank-b", "bank-a", "bank-a", "bank-b", "bank-a", "bank-a",
+                "bank-b"
+            ],
+            "{order:?}"
+        );
+        let mut text = String::new();
+        shares.render(&mut text);
+        assert!(
+            text.contains("enygma_caller_admitted_total{caller=\"bank-a\"} 6"),
+            "{text}"
+        );
+        assert!(
+            text.contains("enygma_caller_shed_total{caller=\"bank-a\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("enygma_caller_weight{caller=\"anonymous\"} 1"),
+            "{text}"
+        );
+    }
+}
