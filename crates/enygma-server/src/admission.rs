@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
+use crate::caller::Caller;
+use crate::fair::{FairShares, Grant, SharesConfig};
 use crate::metrics::{Metrics, QueueGauges, QueueKind};
 
 /// Why a request was not admitted.
@@ -259,10 +261,11 @@ impl Drop for QueuePlace<'_> {
 #[derive(Debug)]
 pub struct JobPanicked;
 
-/// Admission for the proving routes: a [`Limiter`] whose every slot owns a dedicated rayon pool
-/// of `prove_threads` threads, or, with `--unlimited`, no limit and a fresh pool per proof.
+/// Admission for the proving routes: slots that each own a dedicated rayon pool of
+/// `prove_threads` threads, given out by one FIFO [`Limiter`] or by per-caller [`FairShares`]
+/// (`--admission`), or, with `--unlimited`, no limit and a fresh pool per proof.
 pub struct ProveAdmission {
-    limiter: Option<Limiter>,
+    queue: Option<Queue>,
     /// Idle pools; there are exactly `max_inflight` of them, so a request holding a permit
     /// always finds one.
     idle_pools: Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>,
@@ -270,12 +273,29 @@ pub struct ProveAdmission {
     metrics: Arc<Metrics>,
 }
 
+/// How the slots are given out.
+enum Queue {
+    /// One queue in arrival order, for every caller.
+    Fifo(Limiter),
+    /// A queue per caller, in weighted turns.
+    Fair(FairShares),
+}
+
+/// A held slot of either queue.
+enum Held {
+    // Never read: held for its drop, which frees the slot.
+    #[allow(dead_code)]
+    Fifo(Permit),
+    #[allow(dead_code)]
+    Fair(Grant),
+}
+
 /// The right to prove now: a permit (if limited) and the pool to prove on.
 pub struct Slot {
     pool: Option<Arc<rayon::ThreadPool>>,
     /// Where to return the pool; `None` for the throw-away pools of unlimited mode.
     idle_pools: Option<Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>>,
-    permit: Option<Permit>,
+    permit: Option<Held>,
 }
 
 impl Drop for Slot {
@@ -384,15 +404,17 @@ impl ProveAdmission {
             }
         }
         Ok(ProveAdmission {
-            limiter: max_inflight.map(|n| {
-                Limiter::new(
-                    QueueKind::Prove,
-                    n,
-                    queue_depth,
-                    queue_timeout,
-                    metrics.clone(),
+            queue: max_inflight.map(|n| {
+                Queue::Fifo(
+                    Limiter::new(
+                        QueueKind::Prove,
+                        n,
+                        queue_depth,
+                        queue_timeout,
+                        metrics.clone(),
+                    )
+                    .with_service_time(service_time),
                 )
-                .with_service_time(service_time)
             }),
             idle_pools: Arc::new(Mutex::new(pools)),
             prove_threads,
@@ -400,24 +422,74 @@ impl ProveAdmission {
         })
     }
 
-    /// See [`Limiter::shed_early`]; never in unlimited mode.
-    pub fn shed_early(&self) -> bool {
-        self.limiter.as_ref().is_some_and(Limiter::shed_early)
+    /// Gives the slots out by per-caller fair shares instead of one FIFO queue: every caller
+    /// of `callers` (with its weight) gets a queue of `caller_queue_depth` places and at most
+    /// `caller_max_inflight` proofs in flight; the slots, the queue timeout and the service
+    /// time estimate stay this controller's. No effect in unlimited mode.
+    pub fn with_fair_shares(
+        mut self,
+        callers: Vec<(Caller, u32)>,
+        caller_queue_depth: usize,
+        caller_max_inflight: usize,
+    ) -> Self {
+        if let Some(Queue::Fifo(limiter)) = &self.queue {
+            let config = SharesConfig {
+                max_inflight: limiter.max_inflight,
+                caller_queue_depth,
+                caller_max_inflight: caller_max_inflight.max(1),
+                queue_timeout: limiter.queue_timeout,
+                callers,
+            };
+            let service_time = limiter
+                .service_time
+                .clone()
+                .expect("the proving limiter estimates its service time");
+            self.queue = Some(Queue::Fair(FairShares::new(
+                config,
+                service_time,
+                self.metrics.clone(),
+            )));
+        }
+        self
     }
 
-    /// Waits for a proof slot (see [`Limiter::acquire`]); immediate in unlimited mode.
-    pub async fn acquire(&self) -> Result<(Slot, Duration), AdmitError> {
-        let Some(limiter) = &self.limiter else {
-            return Ok((
-                Slot {
-                    pool: None,
-                    idle_pools: None,
-                    permit: None,
-                },
-                Duration::ZERO,
-            ));
+    /// Whether the slots are given out by fair shares.
+    pub fn is_fair(&self) -> bool {
+        matches!(self.queue, Some(Queue::Fair(_)))
+    }
+
+    /// See [`Limiter::shed_early`] and [`FairShares::shed_early`]; never in unlimited mode.
+    pub fn shed_early(&self, caller: &Caller) -> bool {
+        match &self.queue {
+            None => false,
+            Some(Queue::Fifo(limiter)) => limiter.shed_early(),
+            Some(Queue::Fair(shares)) => shares.shed_early(caller),
+        }
+    }
+
+    /// Waits for a proof slot for `caller` (see [`Limiter::acquire`] and
+    /// [`FairShares::acquire`]); immediate in unlimited mode.
+    pub async fn acquire(&self, caller: &Caller) -> Result<(Slot, Duration), AdmitError> {
+        let (permit, waited) = match &self.queue {
+            None => {
+                return Ok((
+                    Slot {
+                        pool: None,
+                        idle_pools: None,
+                        permit: None,
+                    },
+                    Duration::ZERO,
+                ))
+            }
+            Some(Queue::Fifo(limiter)) => {
+                let (permit, waited) = limiter.acquire().await?;
+                (Held::Fifo(permit), waited)
+            }
+            Some(Queue::Fair(shares)) => {
+                let (grant, waited) = shares.acquire(caller).await?;
+                (Held::Fair(grant), waited)
+            }
         };
-        let (permit, waited) = limiter.acquire().await?;
         let pool = self
             .idle_pools
             .lock()
@@ -458,7 +530,11 @@ impl ProveAdmission {
         };
         let (tx, rx) = oneshot::channel();
         let metrics = self.metrics.clone();
-        let service_time = self.limiter.as_ref().and_then(|l| l.service_time.clone());
+        let service_time = match &self.queue {
+            None => None,
+            Some(Queue::Fifo(limiter)) => limiter.service_time.clone(),
+            Some(Queue::Fair(shares)) => Some(shares.service_time()),
+        };
         pool.spawn(move || {
             metrics.proof_started();
             let start = Instant::now();
@@ -481,15 +557,29 @@ impl ProveAdmission {
         }
     }
 
-    pub fn retry_after_secs(&self) -> u64 {
-        self.limiter.as_ref().map_or(1, Limiter::retry_after_secs)
+    /// Seconds a shed `caller` should wait before retrying: from the one queue, or from its
+    /// own share.
+    pub fn retry_after_secs(&self, caller: &Caller) -> u64 {
+        match &self.queue {
+            None => 1,
+            Some(Queue::Fifo(limiter)) => limiter.retry_after_secs(),
+            Some(Queue::Fair(shares)) => shares.retry_after_secs(caller),
+        }
     }
 
     pub fn gauges(&self) -> QueueGauges {
-        self.limiter
-            .as_ref()
-            .map(Limiter::gauges)
-            .unwrap_or_default()
+        match &self.queue {
+            None => QueueGauges::default(),
+            Some(Queue::Fifo(limiter)) => limiter.gauges(),
+            Some(Queue::Fair(shares)) => shares.gauges(),
+        }
+    }
+
+    /// The per-caller series of fair shares (nothing for the FIFO).
+    pub fn render_callers(&self, out: &mut String) {
+        if let Some(Queue::Fair(shares)) = &self.queue {
+            shares.render(out);
+        }
     }
 }
 
@@ -688,16 +778,16 @@ mod tests {
             )
             .unwrap(),
         );
-        let (slot, _) = adm.acquire().await.unwrap();
+        let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
         let name = adm
             .run(slot, || std::thread::current().name().map(str::to_owned))
             .await
             .unwrap();
         assert_eq!(name.as_deref(), Some("prove0-0"));
         // A panicking job is reported, and its slot comes back.
-        let (slot, _) = adm.acquire().await.unwrap();
+        let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
         assert!(adm.run(slot, || -> () { panic!("boom") }).await.is_err());
-        let (slot, w) = adm.acquire().await.unwrap();
+        let (slot, w) = adm.acquire(&Caller::anonymous()).await.unwrap();
         assert_eq!(w, Duration::ZERO);
         drop(slot);
         assert_eq!(m.proofs_in_flight(), 0);
@@ -728,7 +818,7 @@ mod tests {
             // Hold every slot at once, so that each pool is visited.
             let mut held = Vec::new();
             for _ in 0..slots {
-                held.push(adm.acquire().await.unwrap().0);
+                held.push(adm.acquire(&Caller::anonymous()).await.unwrap().0);
             }
             let mut jobs = Vec::new();
             for slot in held {
@@ -808,7 +898,7 @@ mod tests {
         for _ in 0..4 {
             let adm = adm.clone();
             tasks.push(tokio::spawn(async move {
-                let (slot, w) = adm.acquire().await.unwrap();
+                let (slot, w) = adm.acquire(&Caller::anonymous()).await.unwrap();
                 assert_eq!(w, Duration::ZERO);
                 adm.run(slot, || std::thread::sleep(Duration::from_millis(200)))
                     .await

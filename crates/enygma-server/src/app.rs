@@ -17,11 +17,13 @@ use axum::{Extension, Router};
 
 use enygma_formats::server_timing::ServerTiming;
 use enygma_prover::statements::{self, Action, AnyStatement, Instance};
+use tracing::Instrument;
 
 use crate::admission::{AdmitError, Limiter, ProveAdmission, Slot};
 use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
 use crate::body::RequestBody;
+use crate::caller::Caller;
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
 
@@ -59,17 +61,25 @@ impl<B: ProofBackend> AppState<B> {
         hosted: Vec<Instance>,
     ) -> Result<Self, String> {
         let metrics = Arc::new(Metrics::for_instances(&hosted));
+        let mut prove = ProveAdmission::new(
+            cfg.max_inflight,
+            cfg.prove_threads,
+            cfg.queue_depth,
+            cfg.queue_timeout,
+            cfg.service_time,
+            metrics.clone(),
+            cfg.pin_cpus,
+        )?;
+        if let Some(fair) = &cfg.fair {
+            prove = prove.with_fair_shares(
+                fair.shares(),
+                fair.caller_queue_depth,
+                fair.caller_max_inflight,
+            );
+        }
         Ok(AppState {
             backend: OnceLock::new(),
-            prove: ProveAdmission::new(
-                cfg.max_inflight,
-                cfg.prove_threads,
-                cfg.queue_depth,
-                cfg.queue_timeout,
-                cfg.service_time,
-                metrics.clone(),
-                cfg.pin_cpus,
-            )?,
+            prove,
             verify: Limiter::new(
                 QueueKind::Verify,
                 cfg.verify_max_inflight,
@@ -260,8 +270,10 @@ impl IntoResponse for ApiError {
 #[derive(Clone, Default)]
 pub struct ReqCtx(Arc<Mutex<ReqInfo>>);
 
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone)]
 struct ReqInfo {
+    /// Who the request is served for, once the token check has named it.
+    caller: Option<Caller>,
     /// The statement's name, from the route (known as soon as the path matches).
     statement: Option<&'static str>,
     /// Set once the path's k is valid.
@@ -277,7 +289,17 @@ impl ReqCtx {
     }
 
     fn get(&self) -> ReqInfo {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The request's caller; `anonymous` until the token check has named it.
+    fn caller(&self) -> Caller {
+        self.get().caller.unwrap_or_else(Caller::anonymous)
+    }
+
+    /// Names the request's caller (see [`crate::auth::check`]).
+    pub(crate) fn set_caller(&self, caller: Caller) {
+        self.update(|i| i.caller = Some(caller));
     }
 }
 
@@ -336,6 +358,7 @@ impl AccessLog {
                     target: "enygma_server::access",
                     $lvl,
                     request_id = %self.id,
+                    caller = info.caller.as_ref().map(Caller::name),
                     method = %self.method,
                     route = self.route,
                     statement = info.statement,
@@ -376,10 +399,22 @@ impl Drop for AccessLog {
 /// proving routes, `Server-Timing`.
 async fn observe<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
-    mut req: Request,
+    req: Request,
     next: Next,
 ) -> Response {
     let id = request_id(req.headers());
+    // The span of everything the request does, its log line included; the token check records
+    // the caller.
+    let span = tracing::info_span!("request", request_id = %id, caller = tracing::field::Empty);
+    observe_in_span(st, id, req, next).instrument(span).await
+}
+
+async fn observe_in_span<B: ProofBackend>(
+    st: Arc<AppState<B>>,
+    id: String,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let route = route_label(req.uri().path());
     let ctx = ReqCtx::default();
     let action = statements::match_path(req.uri().path()).map(|m| {
@@ -429,18 +464,19 @@ async fn prove<B: ProofBackend>(
     body: Body,
 ) -> Result<Response, ApiError> {
     let (instance, backend) = st.serving(statement, k, &ctx)?;
+    let caller = ctx.caller();
     let body = read_body(body, st.body_limit).await?;
     // Nothing to queue behind: shed before spending the checks' CPU on a request that would be
     // shed anyway (see `Limiter::shed_early`).
-    if st.prove.shed_early() {
+    if st.prove.shed_early(&caller) {
         return Err(ApiError::from_admit(
             AdmitError::Shed,
             QueueKind::Prove,
-            st.prove.retry_after_secs(),
+            st.prove.retry_after_secs(&caller),
         ));
     }
     let prepared = prepare(&backend, instance, body).await?;
-    let slot = admit_proof(&st, &ctx).await?;
+    let slot = admit_proof(&st, &ctx, &caller).await?;
     let out = st
         .prove
         .run(slot, move || backend.prove(&prepared))
@@ -551,10 +587,15 @@ async fn prepare<B: ProofBackend>(
     Ok(prepared)
 }
 
-/// A proving slot from the one shared admission controller: at once, after a place in its FIFO
-/// queue, or 503 (shed) / 504 (waited the whole queue timeout).
-async fn admit_proof<B: ProofBackend>(st: &AppState<B>, ctx: &ReqCtx) -> Result<Slot, ApiError> {
-    match st.prove.acquire().await {
+/// A proving slot from the one shared admission controller: at once, after a place in the
+/// caller's queue (or the one FIFO queue), or 503 (shed) / 504 (waited the whole queue
+/// timeout).
+async fn admit_proof<B: ProofBackend>(
+    st: &AppState<B>,
+    ctx: &ReqCtx,
+    caller: &Caller,
+) -> Result<Slot, ApiError> {
+    match st.prove.acquire(caller).await {
         Ok((slot, waited)) => {
             ctx.update(|i| i.queue = Some(waited));
             Ok(slot)
@@ -566,7 +607,7 @@ async fn admit_proof<B: ProofBackend>(st: &AppState<B>, ctx: &ReqCtx) -> Result<
             Err(ApiError::from_admit(
                 e,
                 QueueKind::Prove,
-                st.prove.retry_after_secs(),
+                st.prove.retry_after_secs(caller),
             ))
         }
     }
@@ -598,12 +639,13 @@ async fn readyz<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response
 }
 
 async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response {
-    let text = st.metrics.render(
+    let mut text = st.metrics.render(
         st.is_ready(),
         st.is_draining(),
         st.prove.gauges(),
         st.verify.gauges(),
     );
+    st.prove.render_callers(&mut text);
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,

@@ -16,14 +16,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use axum::extract::{Request, State};
-use axum::http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::header::{AUTHORIZATION, CONNECTION, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Version};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
-use subtle::{Choice, ConstantTimeEq};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use crate::app::{is_probe, ApiError};
+use crate::caller::{check_name, Caller, CertificateCaller};
+
+use crate::app::{is_probe, ApiError, ReqCtx};
 use crate::metrics::{AuthFailure, AuthScope, Metrics};
 
 /// Shortest accepted token: 16 characters of the token alphabet carry at least 96 bits when
@@ -33,52 +35,86 @@ pub const MIN_TOKEN_LEN: usize = 16;
 /// The realm named in `WWW-Authenticate`.
 const REALM: &str = "enygma-prover";
 
-/// The accepted tokens of one scope, read from a file (one per line), reloadable.
+/// One accepted token: its SHA-256 digest and the caller it names.
+struct Entry {
+    digest: [u8; 32],
+    caller: Caller,
+}
+
+/// The accepted tokens of one scope, read from a file, reloadable.
+///
+/// One token a line: `TOKEN` (an anonymous caller, the file format before names), `NAME TOKEN`,
+/// or `NAME sha256:HEX` (the token's SHA-256 digest in hex, so the file need not hold the token
+/// itself). Blank lines and lines starting with `#` are skipped.
 pub struct TokenFile {
     path: PathBuf,
     flag: &'static str,
-    digests: RwLock<Arc<Vec<[u8; 32]>>>,
+    entries: RwLock<Arc<Vec<Entry>>>,
 }
 
 impl TokenFile {
     /// Reads the file. `flag` names it in errors (`--auth-token-file`). The error names the
     /// file and the line, never a token.
     pub fn load(path: &Path, flag: &'static str) -> Result<Self, String> {
-        let digests = read_digests(path, flag)?;
+        let entries = read_entries(path, flag)?;
         Ok(TokenFile {
             path: path.to_owned(),
             flag,
-            digests: RwLock::new(Arc::new(digests)),
+            entries: RwLock::new(Arc::new(entries)),
         })
     }
 
-    /// Reads the file again; on error the previous tokens stay in force. Returns how many
-    /// tokens are accepted now.
+    /// Reads the file again; the whole file is parsed before it replaces the previous tokens,
+    /// so on any error they all stay in force. Returns how many tokens are accepted now.
     pub fn reload(&self) -> Result<usize, String> {
-        let digests = read_digests(&self.path, self.flag)?;
-        let n = digests.len();
-        *self.digests.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(digests);
+        let entries = read_entries(&self.path, self.flag)?;
+        let n = entries.len();
+        *self.entries.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(entries);
         Ok(n)
     }
 
-    /// Whether `token` is one of the file's, in time independent of which one and of how much
-    /// of it matches.
-    pub fn accepts(&self, token: &[u8]) -> bool {
+    /// The caller `token` names, if it is one of the file's; in time independent of which one
+    /// and of how much of it matches (every digest is compared, the match is selected without
+    /// a branch).
+    pub fn identify(&self, token: &[u8]) -> Option<Caller> {
         let presented: [u8; 32] = Sha256::digest(token).into();
-        let digests = self
-            .digests
+        let entries = self.current();
+        let mut found = 0u32;
+        for (i, entry) in entries.iter().enumerate() {
+            found.conditional_assign(&(i as u32 + 1), entry.digest.ct_eq(&presented));
+        }
+        (found as usize)
+            .checked_sub(1)
+            .map(|i| entries[i].caller.clone())
+    }
+
+    /// Whether `token` is one of the file's (see [`Self::identify`]).
+    pub fn accepts(&self, token: &[u8]) -> bool {
+        self.identify(token).is_some()
+    }
+
+    /// The callers the file names (without `anonymous`), for the per-caller shares.
+    pub fn callers(&self) -> Vec<Caller> {
+        let mut names: Vec<Caller> = self
+            .current()
+            .iter()
+            .map(|e| e.caller.clone())
+            .filter(|c| !c.is_anonymous())
+            .collect();
+        names.sort_by(|a, b| a.name().cmp(b.name()));
+        names.dedup();
+        names
+    }
+
+    fn current(&self) -> Arc<Vec<Entry>> {
+        self.entries
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let mut found = Choice::from(0);
-        for digest in digests.iter() {
-            found |= digest.ct_eq(&presented);
-        }
-        found.into()
+            .clone()
     }
 
     pub fn len(&self) -> usize {
-        self.digests.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.current().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -91,35 +127,52 @@ fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "-._~+/=".contains(c)
 }
 
-fn read_digests(path: &Path, flag: &str) -> Result<Vec<[u8; 32]>, String> {
+/// The digest of a token column: `sha256:HEX`, or the token itself.
+fn digest_of(secret: &str) -> Result<[u8; 32], String> {
+    if let Some(hex_digest) = secret.strip_prefix("sha256:") {
+        let mut digest = [0u8; 32];
+        return hex::decode_to_slice(hex_digest, &mut digest)
+            .map(|()| digest)
+            .map_err(|_| "sha256: must be followed by 64 hexadecimal digits".into());
+    }
+    if !secret.chars().all(is_token_char) {
+        return Err("a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / =".into());
+    }
+    if secret.len() < MIN_TOKEN_LEN {
+        return Err(format!("token shorter than {MIN_TOKEN_LEN} characters"));
+    }
+    Ok(Sha256::digest(secret.as_bytes()).into())
+}
+
+fn read_entries(path: &Path, flag: &str) -> Result<Vec<Entry>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{flag} {}: cannot read: {e}", path.display()))?;
     warn_if_readable_by_others(path, flag);
-    let mut digests = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let token = line.trim();
-        if token.is_empty() || token.starts_with('#') {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let at = || format!("{flag} {} line {}", path.display(), i + 1);
-        if !token.chars().all(is_token_char) {
-            return Err(format!(
-                "{}: a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / =",
-                at()
-            ));
+        let at = |what: String| format!("{flag} {} line {}: {what}", path.display(), i + 1);
+        let columns: Vec<&str> = line.split_whitespace().collect();
+        let (caller, secret) = match columns[..] {
+            [secret] => (Caller::anonymous(), secret),
+            [name, secret] => (check_name(name).map_err(at)?, secret),
+            _ => return Err(at("expected TOKEN, NAME TOKEN or NAME sha256:HEX".into())),
+        };
+        let digest = digest_of(secret).map_err(at)?;
+        if let Some(j) = entries.iter().position(|e| e.digest == digest) {
+            return Err(at(format!("the same token as line {}", lines[j])));
         }
-        if token.len() < MIN_TOKEN_LEN {
-            return Err(format!(
-                "{}: token shorter than {MIN_TOKEN_LEN} characters",
-                at()
-            ));
-        }
-        digests.push(Sha256::digest(token.as_bytes()).into());
+        entries.push(Entry { digest, caller });
+        lines.push(i + 1);
     }
-    if digests.is_empty() {
+    if entries.is_empty() {
         return Err(format!("{flag} {}: no token in the file", path.display()));
     }
-    Ok(digests)
+    Ok(entries)
 }
 
 fn warn_if_readable_by_others(path: &Path, flag: &str) {
@@ -193,26 +246,55 @@ fn bearer(headers: &HeaderMap) -> Option<Result<&[u8], ()>> {
     }
 }
 
-/// Middleware: refuses a request without a valid token for its route (401) and strips the
-/// `Authorization` header from every request.
+/// Middleware: refuses a request without a valid token for its route (401), strips the
+/// `Authorization` header from every request, and names the request's caller: the client
+/// certificate's name if the connection has one ([`CertificateCaller`]), else the token's,
+/// else `anonymous`. The caller goes into the request's extensions, its [`ReqCtx`] (the access
+/// log) and its tracing span (field `caller`).
 pub async fn check(
     State((auth, metrics)): State<(Arc<Auth>, Arc<Metrics>)>,
     mut req: Request,
     next: Next,
 ) -> Response {
-    let verdict =
-        auth.required(req.uri().path())
-            .and_then(|(scope, tokens)| match bearer(req.headers()) {
-                None => Some((scope, AuthFailure::Missing)),
-                Some(Ok(token)) if tokens.accepts(token) => None,
-                Some(_) => Some((scope, AuthFailure::Invalid)),
-            });
+    let verdict = match auth.required(req.uri().path()) {
+        None => Ok(None),
+        Some((scope, tokens)) => match bearer(req.headers()) {
+            None => Err((scope, AuthFailure::Missing)),
+            Some(Ok(token)) => tokens
+                .identify(token)
+                .map(Some)
+                .ok_or((scope, AuthFailure::Invalid)),
+            Some(Err(())) => Err((scope, AuthFailure::Invalid)),
+        },
+    };
     req.headers_mut().remove(AUTHORIZATION);
+    let http1 = req.version() < Version::HTTP_2;
     match verdict {
-        None => next.run(req).await,
-        Some((scope, why)) => {
+        Ok(by_token) => {
+            let caller = req
+                .extensions()
+                .get::<CertificateCaller>()
+                .map(|c| c.0.clone())
+                .or(by_token)
+                .unwrap_or_else(Caller::anonymous);
+            tracing::Span::current().record("caller", caller.name());
+            if let Some(ctx) = req.extensions().get::<ReqCtx>() {
+                ctx.set_caller(caller.clone());
+            }
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err((scope, why)) => {
             metrics.auth_rejected(scope, why);
-            unauthorized(why)
+            let mut resp = unauthorized(why);
+            // A client that presents no or a wrong token gets no second try on this
+            // connection: it cannot hold the connection open by retrying. (HTTP/2 has no such
+            // header; its streams are bounded per connection.)
+            if http1 {
+                resp.headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            resp
         }
     }
 }
@@ -299,6 +381,114 @@ mod tests {
             err.contains("--metrics-token-file /nonexistent/tokens"),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn named_tokens_name_their_caller() {
+        let digest_b = hex::encode(Sha256::digest(B.as_bytes()));
+        let path = file_with(
+            "named",
+            &format!(
+                "bank-a {A}
+bank-b  sha256:{digest_b}
+# legacy
+tok-cccccccccccccccccccccc
+"
+            ),
+        );
+        let tokens = TokenFile::load(&path, "--auth-token-file").unwrap();
+        assert_eq!(tokens.identify(A.as_bytes()).unwrap().name(), "bank-a");
+        // A digest line accepts the token whose digest it is, and not the digest itself.
+        assert_eq!(tokens.identify(B.as_bytes()).unwrap().name(), "bank-b");
+        assert!(tokens.identify(digest_b.as_bytes()).is_none());
+        assert!(tokens
+            .identify(b"tok-cccccccccccccccccccccc")
+            .unwrap()
+            .is_anonymous());
+        assert!(tokens.identify(b"tok-dddddddddddddddddddddd").is_none());
+        let names: Vec<String> = tokens.callers().iter().map(|c| c.to_string()).collect();
+        assert_eq!(names, ["bank-a", "bank-b"]);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_token_file_is_parsed_whole_before_it_replaces_the_tokens() {
+        let path = file_with(
+            "whole",
+            &format!(
+                "bank-a {A}
+"
+            ),
+        );
+        let tokens = TokenFile::load(&path, "--auth-token-file").unwrap();
+        // The new file's first lines are good; its third is not: nothing of it takes effect.
+        std::fs::write(
+            &path,
+            format!(
+                "bank-b {B}
+bank-c tok-cccccccccccccccccccc
+bank d {A}
+"
+            ),
+        )
+        .unwrap();
+        let err = tokens.reload().unwrap_err();
+        assert!(err.contains("line 3"), "{err}");
+        assert_eq!(tokens.identify(A.as_bytes()).unwrap().name(), "bank-a");
+        assert!(tokens.identify(B.as_bytes()).is_none());
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn bad_named_lines_are_refused_without_quoting_a_token() {
+        for (name, content, needle) in [
+            (
+                "cols",
+                format!(
+                    "bank-a {A} extra
+"
+                ),
+                "line 1: expected TOKEN, NAME TOKEN",
+            ),
+            (
+                "name",
+                format!(
+                    "bank/a {A}
+"
+                ),
+                "line 1: a caller name may only",
+            ),
+            (
+                "anon",
+                format!(
+                    "anonymous {A}
+"
+                ),
+                "line 1: `anonymous`",
+            ),
+            (
+                "hex",
+                "bank-a sha256:abcd
+"
+                .to_string(),
+                "64 hexadecimal digits",
+            ),
+            (
+                "dup",
+                format!(
+                    "bank-a {A}
+bank-b {A}
+"
+                ),
+                "line 2: the same token as line 1",
+            ),
+        ] {
+            let path = file_with(name, &content);
+            let err = TokenFile::load(&path, "--auth-token-file").err().unwrap();
+            assert!(err.contains(needle), "{name}: {err:?}");
+            assert!(!err.contains(A), "{err:?}");
+            let _ = std::fs::remove_file(&path);
+        }
     }
 
     #[test]

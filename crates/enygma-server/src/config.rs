@@ -11,6 +11,8 @@ use clap::{Parser, ValueEnum};
 use enygma_formats::duration::parse_duration;
 use enygma_prover::statements::{self, Instance};
 
+use crate::caller::Caller;
+
 /// Log output format.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -124,6 +126,30 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_VERIFY_QUEUE_DEPTH", default_value_t = 16)]
     pub verify_queue_depth: u32,
 
+    /// How proving slots are given out: `fair`, a queue per caller (named by its token or
+    /// client certificate; unnamed callers share the `anonymous` queue) served by weighted
+    /// deficit round robin, each caller shed (503, Retry-After) from its own share; or `fifo`,
+    /// one queue in arrival order for everybody (for comparison).
+    #[arg(long, env = "ENYGMA_ADMISSION", value_enum, default_value_t = AdmissionMode::Fair)]
+    pub admission: AdmissionMode,
+
+    /// A caller's weight in the fair shares, NAME=WEIGHT (1 to 1000), repeatable or
+    /// comma-separated: a caller of weight 2 starts two proofs in its turn where one of weight
+    /// 1 starts one [default: 1 for every caller, `anonymous` included].
+    #[arg(long = "caller-weight", env = "ENYGMA_CALLER_WEIGHTS", value_name = "NAME=WEIGHT",
+          value_delimiter = ',', value_parser = parse_weight)]
+    pub caller_weights: Vec<(Caller, u32)>,
+
+    /// Most requests waiting in one caller's queue (fair shares); beyond it, or when the
+    /// caller's expected wait at its share of the slots exceeds --queue-timeout, the caller
+    /// is shed [default: --queue-depth].
+    #[arg(long, env = "ENYGMA_CALLER_QUEUE_DEPTH")]
+    pub caller_queue_depth: Option<u32>,
+
+    /// Most proofs of one caller in flight at once (fair shares) [default: --max-inflight].
+    #[arg(long, env = "ENYGMA_CALLER_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
+    pub caller_max_inflight: Option<u32>,
+
     /// Log format.
     #[arg(long, env = "ENYGMA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -152,6 +178,71 @@ pub struct AdmissionConfig {
     pub verify_queue_depth: usize,
     /// `--pin-cpus`.
     pub pin_cpus: bool,
+    /// Fair shares per caller; `None` for the one FIFO queue (`--admission fifo`).
+    pub fair: Option<FairConfig>,
+}
+
+/// `--admission`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AdmissionMode {
+    /// A queue per caller, weighted deficit round robin.
+    Fair,
+    /// One queue in arrival order.
+    Fifo,
+}
+
+/// The fair shares' settings with every default resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FairConfig {
+    /// `--caller-weight`.
+    pub weights: Vec<(Caller, u32)>,
+    /// The callers the token files and `--tls-client-names` name (added at start).
+    pub callers: Vec<Caller>,
+    pub caller_queue_depth: usize,
+    pub caller_max_inflight: usize,
+}
+
+impl FairConfig {
+    /// Every caller equal, each with the whole queue depth and every slot.
+    pub fn equal(caller_queue_depth: usize, caller_max_inflight: usize) -> Self {
+        FairConfig {
+            weights: Vec::new(),
+            callers: Vec::new(),
+            caller_queue_depth,
+            caller_max_inflight,
+        }
+    }
+
+    /// Every share with its weight: the weighted callers, then the other named ones (weight
+    /// 1); `anonymous` is added by the scheduler unless weighted here.
+    pub fn shares(&self) -> Vec<(Caller, u32)> {
+        let mut shares = self.weights.clone();
+        for caller in &self.callers {
+            if !shares.iter().any(|(c, _)| c == caller) {
+                shares.push((caller.clone(), 1));
+            }
+        }
+        shares
+    }
+}
+
+/// Parses one `--caller-weight` item, NAME=WEIGHT (`anonymous` may be weighted too).
+fn parse_weight(s: &str) -> Result<(Caller, u32), String> {
+    let (name, weight) = s
+        .trim()
+        .split_once('=')
+        .ok_or("expected NAME=WEIGHT, e.g. bank-a=2")?;
+    let caller = if name == crate::caller::ANONYMOUS {
+        Caller::anonymous()
+    } else {
+        crate::caller::check_name(name)?
+    };
+    let weight: u32 = weight
+        .parse()
+        .ok()
+        .filter(|w| (1..=1000).contains(w))
+        .ok_or("the weight is a whole number from 1 to 1000")?;
+    Ok((caller, weight))
 }
 
 /// `--precompute`: the circuits whose MSM tables are built at key load.
@@ -258,17 +349,27 @@ impl Args {
             .expected_service_time
             .filter(|d| !d.is_zero())
             .unwrap_or_else(|| default_service_time(prove_threads));
+        let queue_depth = self
+            .queue_depth
+            .map(|n| n as usize)
+            .unwrap_or_else(|| default_queue_depth(max_inflight, self.queue_timeout, service_time));
         AdmissionConfig {
             max_inflight: (!self.unlimited).then_some(max_inflight),
             prove_threads,
-            queue_depth: self.queue_depth.map(|n| n as usize).unwrap_or_else(|| {
-                default_queue_depth(max_inflight, self.queue_timeout, service_time)
-            }),
+            queue_depth,
             queue_timeout: self.queue_timeout,
             service_time,
             verify_max_inflight: self.verify_max_inflight as usize,
             verify_queue_depth: self.verify_queue_depth as usize,
             pin_cpus: self.pin_cpus,
+            fair: (self.admission == AdmissionMode::Fair).then(|| FairConfig {
+                weights: self.caller_weights.clone(),
+                callers: Vec::new(),
+                caller_queue_depth: self.caller_queue_depth.map_or(queue_depth, |n| n as usize),
+                caller_max_inflight: self
+                    .caller_max_inflight
+                    .map_or(max_inflight, |n| n as usize),
+            }),
         }
     }
 
@@ -315,10 +416,24 @@ pub struct AccessArgs {
     )]
     pub tls_client_ca: Option<PathBuf>,
 
-    /// Require `Authorization: Bearer <token>` with one of these tokens (one per line; blank
-    /// lines and lines starting with # are skipped; at least 16 characters of
-    /// [A-Za-z0-9-._~+/=]) on every route but /healthcheck, /livez, /readyz and /metrics.
+    /// Name the callers by their client certificate: one rule a line, `NAME cn:COMMON-NAME`,
+    /// `NAME dns:DNS-NAME` or `NAME uri:URI` (subject alternative names); a certificate of the
+    /// client CA that no rule names is refused at the handshake. Needs --tls-client-ca.
     /// Reloaded on SIGHUP.
+    #[arg(
+        long,
+        env = "ENYGMA_TLS_CLIENT_NAMES",
+        requires = "tls_client_ca",
+        value_name = "FILE"
+    )]
+    pub tls_client_names: Option<PathBuf>,
+
+    /// Require `Authorization: Bearer <token>` with one of these tokens on every route but
+    /// /healthcheck, /livez, /readyz and /metrics. One caller a line: `NAME TOKEN`, `NAME
+    /// sha256:HEX` (the token's SHA-256 digest) or a bare `TOKEN` (an anonymous caller); blank
+    /// lines and lines starting with # are skipped; a token has at least 16 characters of
+    /// [A-Za-z0-9-._~+/=], a name 1 to 64 of [A-Za-z0-9._-]. Reloaded on SIGHUP (the whole
+    /// file is checked before it replaces the previous tokens).
     #[arg(long, env = "ENYGMA_AUTH_TOKEN_FILE", value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
 
@@ -374,6 +489,7 @@ impl AccessArgs {
             cert: self.tls_cert.clone()?,
             key: self.tls_key.clone()?,
             client_ca: self.tls_client_ca.clone(),
+            client_names: self.tls_client_names.clone(),
         })
     }
 

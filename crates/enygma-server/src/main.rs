@@ -47,7 +47,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Exit {
-    let admission = args.admission();
+    let mut admission = args.admission();
     let hosted = args.hosted();
     let circuits: Vec<String> = hosted.iter().map(|i| i.key_stem()).collect();
     let precomputed = match args.precomputed() {
@@ -107,6 +107,28 @@ async fn run(args: Args) -> Exit {
         http2_max_streams = limits.http2_max_streams,
         "transport and access control"
     );
+    if let Some(fair) = &mut admission.fair {
+        // A share for every caller the configuration names; the rest share `anonymous`.
+        fair.callers = [&auth.api, &auth.metrics]
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t.callers())
+            .chain(tls.iter().flat_map(|t| t.callers()))
+            .collect();
+        let names: Vec<(String, u32)> = fair
+            .shares()
+            .into_iter()
+            .map(|(c, w)| (c.to_string(), w))
+            .collect();
+        tracing::info!(
+            callers = ?names,
+            caller_queue_depth = fair.caller_queue_depth,
+            caller_max_inflight = fair.caller_max_inflight,
+            "admission: fair shares per caller (plus anonymous)"
+        );
+    } else {
+        tracing::info!("admission: one FIFO queue for every caller");
+    }
     for warning in access.exposure_warnings(args.bind) {
         tracing::warn!(bind = %args.bind, "{warning}");
     }

@@ -27,6 +27,9 @@ use http::{get, post};
 /// connection cap, the default queue under the reference's stress test.
 mod access;
 
+/// Fair shares per caller against the FIFO.
+mod shares;
+
 const SECRET: &str = "31415926535897932384626433832795028841971";
 const T: Duration = Duration::from_secs(20);
 
@@ -208,6 +211,11 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         verify_max_inflight: 2,
         verify_queue_depth: 4,
         pin_cpus: false,
+        // The default admission: one caller here, so its queue is the FIFO's.
+        fair: Some(crate::config::FairConfig::equal(
+            queue_depth,
+            max_inflight.unwrap_or(1),
+        )),
     }
 }
 

@@ -9,14 +9,23 @@
 //! keeps the configuration it was accepted with; only new handshakes see the new one.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
 use tokio_rustls::rustls::crypto::ring::default_provider;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::UnixTime;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
-use tokio_rustls::rustls::{RootCertStore, ServerConfig};
+use tokio_rustls::rustls::{
+    DigitallySignedStruct, DistinguishedName, Error, RootCertStore, ServerConfig, SignatureScheme,
+};
 use tokio_rustls::TlsAcceptor;
+
+use crate::caller::Caller;
+use crate::client_names::{self, ClientNames};
 
 /// The PEM files of the listener's TLS configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,41 +36,69 @@ pub struct TlsFiles {
     pub key: PathBuf,
     /// CAs whose client certificates are accepted; `None`: no client certificates asked for.
     pub client_ca: Option<PathBuf>,
+    /// Callers named by their certificate ([`ClientNames`]); with it, a certificate that no
+    /// rule names is refused at the handshake. Needs `client_ca`.
+    pub client_names: Option<PathBuf>,
 }
 
 /// The listener's TLS configuration, swappable at run time.
 pub struct Tls {
     files: TlsFiles,
-    current: RwLock<Arc<ServerConfig>>,
+    current: RwLock<Arc<Current>>,
+}
+
+/// One loaded configuration: the server's and the certificate-to-caller rules it checks.
+struct Current {
+    config: Arc<ServerConfig>,
+    names: Option<Arc<ClientNames>>,
 }
 
 impl Tls {
     /// Reads and checks every file. The error names the file and what is wrong with it, never
     /// its content.
     pub fn load(files: TlsFiles) -> Result<Self, String> {
-        let config = build(&files)?;
+        let current = build(&files)?;
         Ok(Tls {
             files,
-            current: RwLock::new(Arc::new(config)),
+            current: RwLock::new(Arc::new(current)),
         })
     }
 
     /// Reads every file again and, if they make a valid configuration, uses it for new
     /// connections. On error the previous configuration stays in use.
     pub fn reload(&self) -> Result<(), String> {
-        let config = build(&self.files)?;
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        let current = build(&self.files)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
         Ok(())
     }
 
     /// An acceptor with the configuration in use now.
     pub fn acceptor(&self) -> TlsAcceptor {
-        TlsAcceptor::from(
-            self.current
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
-        )
+        TlsAcceptor::from(self.current().config.clone())
+    }
+
+    fn current(&self) -> Arc<Current> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The caller a verified client certificate names (`--tls-client-names`); `None` without
+    /// rules or without a certificate. A certificate no rule names never gets this far: the
+    /// handshake refused it.
+    pub fn caller_of(&self, peer: Option<&[CertificateDer<'_>]>) -> Option<Caller> {
+        let leaf = peer?.first()?;
+        self.current().names.as_ref()?.name_of(leaf)
+    }
+
+    /// The callers the certificate rules name.
+    pub fn callers(&self) -> Vec<Caller> {
+        self.current()
+            .names
+            .as_ref()
+            .map(|n| n.callers())
+            .unwrap_or_default()
     }
 
     /// Whether clients must present a certificate.
@@ -70,13 +107,24 @@ impl Tls {
     }
 }
 
-fn build(files: &TlsFiles) -> Result<ServerConfig, String> {
+fn build(files: &TlsFiles) -> Result<Current, String> {
     let certs = read_certs(&files.cert, "--tls-cert")?;
     let key = read_key(&files.key)?;
     let provider = Arc::new(default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS: no usable protocol version: {e}"))?;
+    let names = match (&files.client_names, &files.client_ca) {
+        (Some(path), Some(_)) => Some(Arc::new(ClientNames::load(path)?)),
+        (Some(_), None) => {
+            return Err(
+                "--tls-client-names needs --tls-client-ca: only verified client \
+                        certificates can name a caller"
+                    .into(),
+            )
+        }
+        (None, _) => None,
+    };
     let builder = match &files.client_ca {
         Some(ca) => {
             let mut roots = RootCertStore::empty();
@@ -93,7 +141,10 @@ fn build(files: &TlsFiles) -> Result<ServerConfig, String> {
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
                 .map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            builder.with_client_cert_verifier(Arc::new(NamedClients {
+                inner: verifier,
+                names: names.clone(),
+            }))
         }
         None => builder.with_no_client_auth(),
     };
@@ -105,7 +156,112 @@ fn build(files: &TlsFiles) -> Result<ServerConfig, String> {
         )
     })?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(config)
+    Ok(Current {
+        config: Arc::new(config),
+        names,
+    })
+}
+
+/// The client CA's verifier, plus the certificate-to-caller rules: a certificate of the CA
+/// that no rule names is refused like one of another CA. Every refusal is logged with its
+/// reason (rate limited): without it a refused client leaves no trace in the server's log.
+#[derive(Debug)]
+struct NamedClients {
+    inner: Arc<dyn ClientCertVerifier>,
+    names: Option<Arc<ClientNames>>,
+}
+
+impl ClientCertVerifier for NamedClients {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, Error> {
+        let verdict = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now)
+            .and_then(|ok| match &self.names {
+                Some(names) if names.name_of(end_entity).is_none() => Err(Error::General(
+                    "the certificate names no caller of --tls-client-names".into(),
+                )),
+                _ => Ok(ok),
+            });
+        match &verdict {
+            Ok(_) => {
+                let subject = client_names::subject(end_entity).unwrap_or_default();
+                tracing::debug!(
+                    common_name = ?subject.common_names,
+                    dns = ?subject.dns,
+                    uri = ?subject.uris,
+                    "client certificate accepted"
+                );
+            }
+            Err(e) => refusal_log(e, end_entity),
+        }
+        verdict
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// Logs a refused client certificate at most once a second (a client retrying in a loop must
+/// not flood the log), with how many refusals the pause swallowed.
+fn refusal_log(error: &Error, cert: &CertificateDer<'_>) {
+    static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
+    static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST_SECOND.load(Ordering::Relaxed);
+    if last == now
+        || LAST_SECOND
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let subject = client_names::subject(cert).unwrap_or_default();
+    tracing::warn!(
+        reason = %error,
+        common_name = ?subject.common_names,
+        dns = ?subject.dns,
+        suppressed_since_last = SUPPRESSED.swap(0, Ordering::Relaxed),
+        "client certificate refused at the TLS handshake"
+    );
 }
 
 fn read_file(path: &Path, flag: &str) -> Result<Vec<u8>, String> {
@@ -172,6 +328,7 @@ mod tests {
             cert: cert.to_owned(),
             key: key.to_owned(),
             client_ca: client_ca.map(Path::to_owned),
+            client_names: None,
         };
 
         let tls = Tls::load(files(&cert, &key, None)).unwrap();

@@ -48,6 +48,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tower::ServiceExt;
 
+use crate::caller::{Caller, CertificateCaller};
 use crate::metrics::Metrics;
 use crate::tls::Tls;
 
@@ -191,7 +192,15 @@ async fn connection(
     let _open = OpenConnection::new(shared.metrics.clone());
     let counters = &shared.metrics.connections;
     let Some(tls) = &shared.tls else {
-        return serve_http(TokioIo::new(tcp), Protocol::Detect, peer, &shared, stop).await;
+        return serve_http(
+            TokioIo::new(tcp),
+            Protocol::Detect,
+            peer,
+            None,
+            &shared,
+            stop,
+        )
+        .await;
     };
     let handshake = tokio::time::timeout(
         shared.limits.header_read_timeout,
@@ -214,11 +223,13 @@ async fn connection(
         // Draining: a connection without a request yet has nothing to finish.
         _ = stop.wait_for(|stopping| *stopping) => return,
     };
-    let protocol = match stream.get_ref().1.alpn_protocol() {
+    let session = stream.get_ref().1;
+    let protocol = match session.alpn_protocol() {
         Some(b"h2") => Protocol::Http2,
         _ => Protocol::Http1,
     };
-    serve_http(TokioIo::new(stream), protocol, peer, &shared, stop).await
+    let caller = tls.caller_of(session.peer_certificates());
+    serve_http(TokioIo::new(stream), protocol, peer, caller, &shared, stop).await
 }
 
 fn builder(limits: &Limits, protocol: Protocol) -> auto::Builder<TokioExecutor> {
@@ -245,6 +256,7 @@ async fn serve_http<I>(
     io: TokioIo<I>,
     protocol: Protocol,
     peer: SocketAddr,
+    caller: Option<Caller>,
     shared: &Shared,
     mut stop: watch::Receiver<bool>,
 ) where
@@ -258,7 +270,11 @@ async fn serve_http<I>(
         let (app, body_timeout) = (shared.app.clone(), limits.body_read_timeout);
         service_fn(move |req: hyper::Request<Incoming>| {
             let in_progress = InProgress::new(busy_tx.clone());
-            let req = req.map(|body| Body::new(DeadlineBody::new(body, body_timeout)));
+            let mut req = req.map(|body| Body::new(DeadlineBody::new(body, body_timeout)));
+            if let Some(caller) = &caller {
+                req.extensions_mut()
+                    .insert(CertificateCaller(caller.clone()));
+            }
             let app = app.clone();
             async move {
                 let resp = app.oneshot(req).await;

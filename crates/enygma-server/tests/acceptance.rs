@@ -1063,16 +1063,24 @@ async fn tls_tokens_and_sighup_reload_on_the_binary() {
     );
     let bearer = format!("Bearer {TOKEN}");
     let k2 = sample("transfer-k2.json");
-    let missing = kept
+    // The 401s on a connection of their own: a refused client's connection is closed.
+    let mut refused = H1::tls(addr, trust_first.clone()).await.unwrap();
+    let missing = refused
         .send("POST", "/generateProofTransfer-2", &[], &k2)
         .await
         .unwrap();
+    assert_eq!(missing.header("connection"), Some("close"));
+    assert!(
+        refused.send("GET", "/livez", &[], b"").await.is_err(),
+        "the connection stayed open after a 401"
+    );
     assert_eq!(missing.status, 401, "{}", missing.body);
     assert_eq!(
         missing.header("www-authenticate"),
         Some(r#"Bearer realm="enygma-prover""#)
     );
-    let wrong = kept
+    let mut refused = H1::tls(addr, trust_first.clone()).await.unwrap();
+    let wrong = refused
         .send(
             "POST",
             "/generateProofTransfer-2",

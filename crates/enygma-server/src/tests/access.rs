@@ -62,6 +62,7 @@ fn tls_files(dir: &Path, ca: &Ca, client_ca: Option<&Ca>) -> TlsFiles {
         cert,
         key,
         client_ca,
+        client_names: None,
     }
 }
 
@@ -666,4 +667,163 @@ async fn a_request_that_would_wait_past_the_queue_timeout_is_shed_at_once() {
     let estimate = metric(&m, "enygma_service_time_estimate_seconds{queue=\"prove\"}").unwrap();
     assert!((0.49..0.7).contains(&estimate), "{estimate}");
     assert_eq!(s.stop().await, Exit::Clean);
+}
+
+/// Everything the `tracing` macros write on this thread while it is held (the tests that use it
+/// run on a current-thread runtime, so the server's tasks log here too).
+#[derive(Clone, Default)]
+struct CapturedLog(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLog {
+    fn start() -> (CapturedLog, tracing::subscriber::DefaultGuard) {
+        let log = CapturedLog::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(log.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        (log.clone(), tracing::subscriber::set_default(subscriber))
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// The access log lines (`request` events) of requests with this tag's id.
+    fn request_line(&self, request_id: &str) -> String {
+        self.text()
+            .lines()
+            .find(|l| l.contains("enygma_server::access") && l.contains(request_id))
+            .unwrap_or_else(|| panic!("no access line for {request_id}"))
+            .to_owned()
+    }
+}
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLog {
+    type Writer = CapturedLog;
+
+    fn make_writer(&'a self) -> CapturedLog {
+        self.clone()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn callers_are_named_by_their_token_in_the_access_log_and_span_never_by_the_token() {
+    let (log, _guard) = CapturedLog::start();
+    let dir = temp_dir("named-tokens");
+    let file = dir.join("tokens");
+    const BANK_A: &str = "bank-a-token-0123456789abcdef";
+    std::fs::write(&file, format!("bank-a {BANK_A}\n{API_TOKEN}\n")).unwrap();
+    let auth = Arc::new(Auth {
+        api: Some(TokenFile::load(&file, "--auth-token-file").unwrap()),
+        metrics: None,
+    });
+    let s = start_full(
+        cfg(Some(1), 4, 5_000),
+        Duration::ZERO,
+        Duration::from_secs(10),
+        false,
+        Transport::default(),
+        auth,
+    )
+    .await;
+    for (id, token, status) in [
+        ("req-named", BANK_A, 200),
+        ("req-bare", API_TOKEN, 200),
+        ("req-wrong", "not-a-token-0123456789abcdef", 401),
+    ] {
+        let bearer = format!("Bearer {token}");
+        let r = http::request(
+            s.addr,
+            "POST",
+            "/generateProofTransfer-2",
+            &[("Authorization", &bearer), ("X-Request-Id", id)],
+            &body(id, 0),
+            T,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, status, "{id}: {}", r.body);
+    }
+    let named = log.request_line("req-named");
+    assert!(named.contains("caller=\"bank-a\""), "{named}");
+    // The request's span carries it too (the fmt layer prints the span before the event).
+    assert!(
+        named.contains("request{request_id=req-named caller=\"bank-a\"}"),
+        "{named}"
+    );
+    assert!(log
+        .request_line("req-bare")
+        .contains("caller=\"anonymous\""));
+    let wrong = log.request_line("req-wrong");
+    assert!(
+        wrong.contains("status=401") && !wrong.contains("caller="),
+        "{wrong}"
+    );
+    let text = log.text();
+    for token in [BANK_A, API_TOKEN, "not-a-token-0123456789abcdef"] {
+        assert!(!text.contains(token), "a token reached the log");
+    }
+    assert_eq!(s.stop().await, Exit::Clean);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn mtls_callers_are_named_by_their_certificate_and_unnamed_ones_refused() {
+    let (log, _guard) = CapturedLog::start();
+    let dir = temp_dir("mtls-names");
+    let (server_ca, client_ca) = (Ca::new("server CA"), Ca::new("client CA"));
+    let mut files = tls_files(&dir, &server_ca, Some(&client_ca));
+    let names = dir.join("client-names");
+    std::fs::write(&names, "bank-a dns:gw.bank-a.example\n").unwrap();
+    files.client_names = Some(names);
+    let s = start_tls(cfg(Some(1), 4, 5_000), Arc::new(Tls::load(files).unwrap())).await;
+
+    let bank_a = client_ca.client("gw.bank-a.example");
+    let mut conn = H1::tls(s.addr, client_config(&[&server_ca], Some(&bank_a), H1_ONLY))
+        .await
+        .unwrap();
+    ready_over(&mut conn).await;
+    let r = conn
+        .send(
+            "POST",
+            "/generateProofTransfer-2",
+            &[("X-Request-Id", "req-cert")],
+            &body("cert", 0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert!(log.request_line("req-cert").contains("caller=\"bank-a\""));
+
+    // A certificate of the same CA that no rule names: refused at the handshake, and logged.
+    let stranger = client_ca.client("gw.bank-z.example");
+    assert!(
+        refused(
+            s.addr,
+            client_config(&[&server_ca], Some(&stranger), H1_ONLY)
+        )
+        .await
+    );
+    let text = log.text();
+    assert!(
+        text.contains("client certificate refused at the TLS handshake")
+            && text.contains("names no caller")
+            && text.contains("gw.bank-z.example"),
+        "{text}"
+    );
+    assert_eq!(s.proved_tags(), ["cert"]);
+    assert_eq!(s.stop().await, Exit::Clean);
+    let _ = std::fs::remove_dir_all(&dir);
 }
