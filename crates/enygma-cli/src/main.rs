@@ -287,7 +287,7 @@ fn setup(keys_dir: &Path, keep_existing: bool, exports_only: bool) -> Result<()>
     }
     for instance in statements::instances() {
         let pk = keys::generate(instance)?;
-        keys::save(keys_dir, instance, &pk)?;
+        keys::save(keys_dir, instance, &pk, &keys::KeyRecord::DEVELOPMENT)?;
         export::write_committed_exports(keys_dir, instance)?;
         eprintln!(
             "{instance}: keys, snarkjs key and Solidity verifier written to {}",
