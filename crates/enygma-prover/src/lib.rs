@@ -13,6 +13,7 @@
 //! ([`matrix::CompactMatrix`]), which together keep a server hosting every instance under the
 //! reference's resident memory for one circuit (`benches/results/2026-12-04-sparse-b.md`).
 
+pub mod ceremony;
 pub mod fft;
 #[doc(hidden)]
 pub mod fuzzing;
