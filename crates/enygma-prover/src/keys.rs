@@ -189,6 +189,32 @@ pub fn generate(instance: Instance) -> Result<ProvingKey<Bn254>, KeyError> {
     Ok(pk)
 }
 
+/// A single-party setup of `instance` for staging, for the oriented libsnark reduction: α, β,
+/// γ, δ drawn from the operating system's entropy and zeroized once the key is made, the
+/// evaluation point τ drawn inside ark-groth16's generator from the same source. ark-groth16
+/// takes the four by value and keeps τ to itself, so the copies in its frames are dropped, not
+/// zeroized: whoever controls this process while it runs could keep them. Sound only if that
+/// one party is trusted; production keys come from a ceremony ([`crate::ceremony`]).
+pub fn generate_random(instance: Instance) -> Result<ProvingKey<Bn254>, KeyError> {
+    use ark_std::UniformRand;
+    let mut rng = rand::rngs::OsRng;
+    let waste = zeroize::Zeroizing::new([0; 4].map(|_| enygma_circuit::Fr::rand(&mut rng)));
+    Groth16::generate_parameters_with_qap(
+        instance.circuit_for_setup(),
+        waste[0],
+        waste[1],
+        waste[2],
+        waste[3],
+        ark_ec::PrimeGroup::generator(),
+        ark_ec::PrimeGroup::generator(),
+        &mut rng,
+    )
+    .map_err(|e| KeyError::Setup {
+        stem: instance.key_stem(),
+        reason: e.to_string(),
+    })
+}
+
 /// Writes `bytes` to `path` through a temporary file and a rename, so that a reader (or a
 /// concurrent writer) never sees a half-written key.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
