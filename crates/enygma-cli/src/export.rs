@@ -101,6 +101,11 @@ pub fn committed_exports(instance: Instance) -> [(String, VkFormatArg); 2] {
 }
 
 /// Writes [`committed_exports`] of an instance into `keys_dir`, from the verifying key there.
+/// The names of the export files [`write_committed_exports`] writes for `instance`.
+pub fn committed_export_files(instance: Instance) -> [String; 2] {
+    committed_exports(instance).map(|(file, _)| file)
+}
+
 pub fn write_committed_exports(keys_dir: &Path, instance: Instance) -> Result<()> {
     for (file, format) in committed_exports(instance) {
         write_output(

@@ -54,6 +54,37 @@ enum Command {
         /// Only rewrite the snarkjs keys and Solidity verifiers from the verifying keys there.
         #[arg(long)]
         exports_only: bool,
+        /// A single-party setup from fresh OS entropy instead of the public seed (for staging:
+        /// whoever runs it could keep the toxic waste; production keys come from a ceremony,
+        /// see import-zkey). Refuses to overwrite keys unless --force.
+        #[arg(long, conflicts_with_all = ["keep_existing", "exports_only"])]
+        random: bool,
+        /// With --random: overwrite existing keys.
+        #[arg(long, requires = "random")]
+        force: bool,
+    },
+    /// Write the instance's constraint system, exactly as the prover proves it (oriented; wire 0
+    /// the one, then the public inputs in the statement's order, then private wires) in iden3's
+    /// binary .r1cs format, for `snarkjs groth16 setup`.
+    ExportR1cs {
+        #[command(flatten)]
+        circuit: CircuitArgs,
+        /// Output file [default: {stem}.r1cs].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Import a snarkjs Groth16 zkey (a ceremony's final key) as the instance's proving and
+    /// verifying keys, after checking that it was made for exactly this constraint system and
+    /// that every point is valid. Writes KEYS_DIR/{stem}.pk, .vk and their exports; refuses to
+    /// overwrite existing ones unless --force.
+    ImportZkey {
+        zkey: PathBuf,
+        #[command(flatten)]
+        circuit: CircuitArgs,
+        #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
+        keys_dir: PathBuf,
+        #[arg(long)]
+        force: bool,
     },
     /// Prove a request (a file, or - for standard input) and print the response JSON. Without
     /// --k, k comes from the request when the statement can tell (the length of a payment
@@ -199,7 +230,25 @@ fn run(cli: Cli) -> Result<()> {
             keys_dir,
             keep_existing,
             exports_only,
+            random: true,
+            force,
+        } if !keep_existing && !exports_only => setup_random(&keys_dir, force),
+        Command::Setup {
+            keys_dir,
+            keep_existing,
+            exports_only,
+            ..
         } => setup(&keys_dir, keep_existing, exports_only),
+        Command::ExportR1cs {
+            circuit: CircuitArgs { circuit, k },
+            out,
+        } => export_r1cs(instance_of(&circuit, k, None)?, out),
+        Command::ImportZkey {
+            zkey,
+            circuit: CircuitArgs { circuit, k },
+            keys_dir,
+            force,
+        } => import_zkey(instance_of(&circuit, k, None)?, &zkey, &keys_dir, force),
         Command::Prove {
             input,
             circuit,
@@ -287,13 +336,100 @@ fn setup(keys_dir: &Path, keep_existing: bool, exports_only: bool) -> Result<()>
     }
     for instance in statements::instances() {
         let pk = keys::generate(instance)?;
-        keys::save(keys_dir, instance, &pk)?;
+        keys::save(keys_dir, instance, &pk, &keys::KeyRecord::DEVELOPMENT)?;
         export::write_committed_exports(keys_dir, instance)?;
         eprintln!(
             "{instance}: keys, snarkjs key and Solidity verifier written to {}",
             keys_dir.display()
         );
     }
+    Ok(())
+}
+
+/// The files of `instance` in `keys_dir` that writing its keys would replace.
+fn existing_key_files(keys_dir: &Path, instance: Instance) -> Vec<PathBuf> {
+    let paths = keys::KeyPaths::new(keys_dir, instance);
+    let exports = export::committed_export_files(instance).map(|f| keys_dir.join(f));
+    [paths.proving, paths.proving_digest, paths.verifying]
+        .into_iter()
+        .chain(exports)
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// Refuses when keys of `instance` are already in `keys_dir`, unless `force`.
+fn refuse_overwrite(keys_dir: &Path, instance: Instance, force: bool) -> Result<()> {
+    let existing = existing_key_files(keys_dir, instance);
+    if !force && !existing.is_empty() {
+        bail!(
+            "{instance}: keys exist in {} ({}); pass --force to replace them",
+            keys_dir.display(),
+            existing
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `enygma setup --random`: single-party keys of every instance from OS entropy.
+fn setup_random(keys_dir: &Path, force: bool) -> Result<()> {
+    for instance in statements::instances() {
+        refuse_overwrite(keys_dir, instance, force)?;
+    }
+    eprintln!(
+        "making SINGLE-PARTY keys from OS entropy: for staging; whoever runs this could keep the toxic waste"
+    );
+    let record = keys::KeyRecord {
+        origin: keys::KeyOrigin::SingleParty,
+        reduction: enygma_prover::qap::Reduction::Libsnark,
+    };
+    for instance in statements::instances() {
+        let pk = keys::generate_random(instance)?;
+        keys::save(keys_dir, instance, &pk, &record)?;
+        export::write_committed_exports(keys_dir, instance)?;
+        eprintln!(
+            "{instance}: single-party keys written to {}",
+            keys_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// `enygma export-r1cs`.
+fn export_r1cs(instance: Instance, out: Option<PathBuf>) -> Result<()> {
+    let r1cs = enygma_prover::groth16::r1cs(instance.circuit_for_setup())
+        .with_context(|| format!("{instance} synthesis"))?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("{}.r1cs", instance.key_stem())));
+    fs::write(&out, enygma_prover::ceremony::r1cs_file::write(&r1cs))
+        .with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "{instance}: {} constraints, {} wires, {} public inputs written to {}",
+        r1cs.num_constraints,
+        r1cs.num_instance_variables + r1cs.num_witness_variables,
+        r1cs.num_instance_variables - 1,
+        out.display()
+    );
+    Ok(())
+}
+
+/// `enygma import-zkey`: the zkey checked against the instance's R1CS, then written as our keys.
+fn import_zkey(instance: Instance, zkey: &Path, keys_dir: &Path, force: bool) -> Result<()> {
+    refuse_overwrite(keys_dir, instance, force)?;
+    let bytes = fs::read(zkey).with_context(|| format!("reading {}", zkey.display()))?;
+    let r1cs = enygma_prover::groth16::r1cs(instance.circuit_for_setup())
+        .with_context(|| format!("{instance} synthesis"))?;
+    let (pk, record) = enygma_prover::ceremony::zkey::import(&bytes, &r1cs)
+        .with_context(|| format!("{} refused for {instance}", zkey.display()))?;
+    keys::save(keys_dir, instance, &pk, &record)?;
+    export::write_committed_exports(keys_dir, instance)?;
+    eprintln!(
+        "{instance}: imported ({}) into {}",
+        record.origin,
+        keys_dir.display()
+    );
     Ok(())
 }
 

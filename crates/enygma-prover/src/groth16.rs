@@ -1,9 +1,10 @@
 //! Groth16 proof assembly from cached matrices, with a choice of G1 MSM and a time per phase.
 //!
 //! It computes exactly what ark-groth16's `create_proof_with_reduction_and_matrices` computes
-//! with the reduction the keys are made for, [`qap::OrientedReduction`] (the same proof for the
-//! same `r` and `s`), from its public pieces: the libsnark QAP witness map of the oriented
-//! matrices for `h` ([`qap::witness_map`]), then
+//! with the reduction the keys are made for, [`qap::OrientedReduction`] or
+//! [`qap::CircomOrientedReduction`] as the key says ([`qap::Reduction`]; the same proof for the
+//! same `r` and `s`), from its public pieces: the key's QAP witness map of the oriented
+//! matrices for `h` ([`qap::witness_map`], [`qap::witness_map_circom`]), then
 //! - `A = α + Σ aᵢ·a_queryᵢ + r·δ` (G1),
 //! - `B = β + Σ aᵢ·b_queryᵢ + s·δ` (G2, and in G1 for C),
 //! - `C = Σ wᵢ·l_queryᵢ + Σ hᵢ·h_queryᵢ + s·A + r·B₁ − r·s·δ`.
@@ -221,6 +222,10 @@ pub fn create_proof<M: Rows>(
         || num_instance_variables > variables
         || key.num_variables() != variables
         || key.l_query.len() != variables - num_instance_variables
+        || key.h_query.len()
+            != key
+                .reduction
+                .h_query_len((r1cs.num_constraints + num_instance_variables).next_power_of_two())
         || tables.is_some_and(|t| !t.are_for(key))
     {
         return Err(SynthesisError::Unsatisfiable);
@@ -234,7 +239,7 @@ pub fn create_proof<M: Rows>(
     let (h_side, assignment_side) = both(
         || -> Result<_, SynthesisError> {
             let (h, witness_map) = timed(|| {
-                qap::witness_map(
+                key.reduction.witness_map(
                     &r1cs.matrices,
                     num_instance_variables,
                     r1cs.num_constraints,

@@ -9,7 +9,10 @@
 //! Layout under the keys directory, for each instance's key stem (`transfer-k6`,
 //! [`Instance::key_stem`]):
 //! - `{stem}.vk`: the verifying key, compressed arkworks serialization (committed);
-//! - `{stem}.pk`: the proving key, uncompressed so that it loads in milliseconds;
+//! - `{stem}.pk`: the proving key, uncompressed so that it loads in milliseconds, after a
+//!   two-line header saying what it is ([`KeyRecord`]: its origin and the QAP reduction its H
+//!   query is for); a file without the header is a development key of the libsnark reduction,
+//!   as written before keys had one;
 //! - `{stem}.pk.sha256`: the SHA-256 of the `.pk` file written with it. A proving key
 //!   whose digest matches is loaded without point checks (they take tens of seconds); any other
 //!   is loaded with full checks.
@@ -28,7 +31,81 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
 
-use crate::{qap::Groth16, statements::Instance};
+use crate::{
+    qap::{Groth16, Reduction},
+    statements::Instance,
+};
+
+/// The first line of a proving key file with a header; the second is its [`KeyRecord`] in JSON.
+const HEADER_MAGIC: &[u8] = b"enygma proving key v1\n";
+
+/// Where a key's toxic waste went: who could forge proofs for it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum KeyOrigin {
+    /// From the public seed ([`development_seed`]): anyone can forge proofs.
+    DevelopmentSeed,
+    /// `enygma setup --random`: fresh OS entropy, dropped after the setup; whoever ran that
+    /// process could have kept it.
+    SingleParty,
+    /// A multi-party ceremony's snarkjs zkey: sound if one contributor destroyed their entropy.
+    Ceremony {
+        /// Contributions to its phase 2, the final beacon included.
+        contributions: u32,
+        /// The last contribution's hash as snarkjs prints it (`zkey verify`, `zkey beacon`),
+        /// 64 bytes in hex.
+        final_hash: Option<String>,
+        /// SHA-256 of the imported zkey file.
+        zkey_sha256: String,
+    },
+}
+
+impl KeyOrigin {
+    /// The short name the server's log, `/readyz` and metric use.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            KeyOrigin::DevelopmentSeed => "development-seed",
+            KeyOrigin::SingleParty => "single-party-random",
+            KeyOrigin::Ceremony { .. } => "ceremony",
+        }
+    }
+
+    pub fn is_ceremony(&self) -> bool {
+        matches!(self, KeyOrigin::Ceremony { .. })
+    }
+}
+
+impl std::fmt::Display for KeyOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeyOrigin::Ceremony {
+                contributions,
+                final_hash,
+                ..
+            } => write!(
+                f,
+                "ceremony zkey, {contributions} contributions, final hash {}",
+                final_hash.as_deref().unwrap_or("unknown")
+            ),
+            other => f.write_str(other.kind()),
+        }
+    }
+}
+
+/// What a proving key file says about its key.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeyRecord {
+    pub origin: KeyOrigin,
+    pub reduction: Reduction,
+}
+
+impl KeyRecord {
+    /// The development keys': the public seed, libsnark's reduction.
+    pub const DEVELOPMENT: KeyRecord = KeyRecord {
+        origin: KeyOrigin::DevelopmentSeed,
+        reduction: Reduction::Libsnark,
+    };
+}
 
 /// The seed of the development keys of an instance:
 /// `SHA-256("enygma-prover development keys v1: {statement} k={k}")` (without ` k={k}` for a
@@ -112,6 +189,32 @@ pub fn generate(instance: Instance) -> Result<ProvingKey<Bn254>, KeyError> {
     Ok(pk)
 }
 
+/// A single-party setup of `instance` for staging, for the oriented libsnark reduction: α, β,
+/// γ, δ drawn from the operating system's entropy and zeroized once the key is made, the
+/// evaluation point τ drawn inside ark-groth16's generator from the same source. ark-groth16
+/// takes the four by value and keeps τ to itself, so the copies in its frames are dropped, not
+/// zeroized: whoever controls this process while it runs could keep them. Sound only if that
+/// one party is trusted; production keys come from a ceremony ([`crate::ceremony`]).
+pub fn generate_random(instance: Instance) -> Result<ProvingKey<Bn254>, KeyError> {
+    use ark_std::UniformRand;
+    let mut rng = rand::rngs::OsRng;
+    let waste = zeroize::Zeroizing::new([0; 4].map(|_| enygma_circuit::Fr::rand(&mut rng)));
+    Groth16::generate_parameters_with_qap(
+        instance.circuit_for_setup(),
+        waste[0],
+        waste[1],
+        waste[2],
+        waste[3],
+        ark_ec::PrimeGroup::generator(),
+        ark_ec::PrimeGroup::generator(),
+        &mut rng,
+    )
+    .map_err(|e| KeyError::Setup {
+        stem: instance.key_stem(),
+        reason: e.to_string(),
+    })
+}
+
 /// Writes `bytes` to `path` through a temporary file and a rename, so that a reader (or a
 /// concurrent writer) never sees a half-written key.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), KeyError> {
@@ -132,11 +235,20 @@ fn serialize<T: CanonicalSerialize>(value: &T, compress: Compress) -> Vec<u8> {
     bytes
 }
 
-/// Writes the proving key (uncompressed), its digest and the verifying key (compressed).
-pub fn save(dir: &Path, instance: Instance, pk: &ProvingKey<Bn254>) -> Result<(), KeyError> {
+/// Writes the proving key (uncompressed, after its record), its digest and the verifying key
+/// (compressed).
+pub fn save(
+    dir: &Path,
+    instance: Instance,
+    pk: &ProvingKey<Bn254>,
+    record: &KeyRecord,
+) -> Result<(), KeyError> {
     fs::create_dir_all(dir).map_err(io(dir))?;
     let paths = KeyPaths::new(dir, instance);
-    let pk_bytes = serialize(pk, Compress::No);
+    let mut pk_bytes = HEADER_MAGIC.to_vec();
+    serde_json::to_writer(&mut pk_bytes, record).expect("a record serializes");
+    pk_bytes.push(b'\n');
+    pk_bytes.extend(serialize(pk, Compress::No));
     write_atomically(&paths.proving, &pk_bytes)?;
     write_atomically(
         &paths.proving_digest,
@@ -153,9 +265,24 @@ pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey<Bn254>, KeyError> 
     })
 }
 
-/// Loads a proving key, skipping the point checks when the file's digest matches the one
-/// recorded next to it.
-pub fn load_proving_key(paths: &KeyPaths) -> Result<ProvingKey<Bn254>, KeyError> {
+/// Splits a proving key file into its record (the development one for a file without a
+/// header) and the key's bytes.
+fn split_header(bytes: &[u8]) -> Result<(KeyRecord, &[u8]), String> {
+    let Some(rest) = bytes.strip_prefix(HEADER_MAGIC) else {
+        return Ok((KeyRecord::DEVELOPMENT, bytes));
+    };
+    let end = rest
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or("the key record's line is not terminated")?;
+    let record = serde_json::from_slice(&rest[..end])
+        .map_err(|e| format!("the key record is not valid: {e}"))?;
+    Ok((record, &rest[end + 1..]))
+}
+
+/// Loads a proving key and its record, skipping the point checks when the file's digest
+/// matches the one recorded next to it.
+pub fn load_proving_key(paths: &KeyPaths) -> Result<(ProvingKey<Bn254>, KeyRecord), KeyError> {
     let mut bytes = Vec::new();
     BufReader::new(fs::File::open(&paths.proving).map_err(io(&paths.proving))?)
         .read_to_end(&mut bytes)
@@ -163,17 +290,45 @@ pub fn load_proving_key(paths: &KeyPaths) -> Result<ProvingKey<Bn254>, KeyError>
     let recorded = fs::read_to_string(&paths.proving_digest).unwrap_or_default();
     let trusted = recorded.trim() == hex::encode(Sha256::digest(&bytes));
     let validate = if trusted { Validate::No } else { Validate::Yes };
-    ProvingKey::deserialize_with_mode(bytes.as_slice(), Compress::No, validate).map_err(|source| {
-        KeyError::Format {
-            path: paths.proving.clone(),
-            source,
-        }
-    })
+    let format = |source| KeyError::Format {
+        path: paths.proving.clone(),
+        source,
+    };
+    let (record, key) = split_header(&bytes).map_err(|reason| {
+        format(ark_serialize::SerializationError::IoError(
+            std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+        ))
+    })?;
+    let pk = ProvingKey::deserialize_with_mode(key, Compress::No, validate).map_err(format)?;
+    Ok((pk, record))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_round_trip_and_a_file_without_one_is_a_development_key() {
+        let record = KeyRecord {
+            origin: KeyOrigin::Ceremony {
+                contributions: 3,
+                final_hash: Some("ab".repeat(64)),
+                zkey_sha256: "cd".repeat(32),
+            },
+            reduction: Reduction::Circom,
+        };
+        let mut bytes = HEADER_MAGIC.to_vec();
+        serde_json::to_writer(&mut bytes, &record).unwrap();
+        bytes.extend(b"\nKEY");
+        assert_eq!(split_header(&bytes).unwrap(), (record, &b"KEY"[..]));
+        assert_eq!(
+            split_header(b"KEY").unwrap(),
+            (KeyRecord::DEVELOPMENT, &b"KEY"[..])
+        );
+        let mut cut = HEADER_MAGIC.to_vec();
+        cut.extend(b"{\"origin\"");
+        assert!(split_header(&cut).is_err());
+    }
 
     #[test]
     fn seeds_differ_per_instance_and_are_stable() {

@@ -13,6 +13,7 @@
 //! ([`matrix::CompactMatrix`]), which together keep a server hosting every instance under the
 //! reference's resident memory for one circuit (`benches/results/2026-12-04-sparse-b.md`).
 
+pub mod ceremony;
 pub mod fft;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -138,6 +139,8 @@ pub struct CircuitKeys {
     /// ([`Prover::precompute`]): proofs take 0.67-0.77x the time for about `(D + 2V + 3B)` KiB,
     /// `B` the variables of the B query (`benches/results/2026-12-03-msm-techniques.md`).
     tables: Option<groth16::PrecomputedQueries>,
+    /// Where the key's toxic waste went (its file's [`keys::KeyRecord`]).
+    pub origin: keys::KeyOrigin,
 }
 
 impl CircuitKeys {
@@ -187,7 +190,7 @@ impl CircuitKeys {
             .exists()
             .then(|| keys::load_verifying_key(&paths.verifying))
             .transpose()?;
-        let proving_key = if paths.proving.exists() {
+        let (proving_key, record) = if paths.proving.exists() {
             keys::load_proving_key(&paths)?
         } else {
             tracing::warn!(circuit = %instance, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
@@ -198,8 +201,8 @@ impl CircuitKeys {
                         .into(),
                 ));
             }
-            keys::save(dir, instance, &pk)?;
-            pk
+            keys::save(dir, instance, &pk, &keys::KeyRecord::DEVELOPMENT)?;
+            (pk, keys::KeyRecord::DEVELOPMENT)
         };
         if committed_vk.is_some_and(|vk| vk != proving_key.vk) {
             return Err(mismatch(
@@ -219,18 +222,35 @@ impl CircuitKeys {
             )));
         }
         let prepared_vk = ark_groth16::prepare_verifying_key(&proving_key.vk);
-        let proving_key =
-            groth16::SparseProvingKey::new(proving_key).map_err(|e| mismatch(e.to_string()))?;
-        debug_assert_eq!(
-            shape.info.precomputed_table_bytes,
-            groth16::PrecomputedQueries::memory_bytes_for_key(&proving_key),
-            "the table sizes enygma info reports are the key's"
-        );
+        let domain =
+            (shape.r1cs.num_constraints + shape.r1cs.num_instance_variables).next_power_of_two();
+        let h_expected = record.reduction.h_query_len(domain);
+        if proving_key.h_query.len() != h_expected {
+            return Err(mismatch(format!(
+                "the proving key's H query has {} points, the {:?} reduction of this circuit needs {h_expected}",
+                proving_key.h_query.len(),
+                record.reduction
+            )));
+        }
+        let proving_key = groth16::SparseProvingKey::with_reduction(proving_key, record.reduction)
+            .map_err(|e| mismatch(e.to_string()))?;
+        let mut shape = shape;
+        if record.reduction == qap::Reduction::Libsnark {
+            debug_assert_eq!(
+                shape.info.precomputed_table_bytes,
+                groth16::PrecomputedQueries::memory_bytes_for_key(&proving_key),
+                "the table sizes enygma info reports are the key's"
+            );
+        } else {
+            shape.info.precomputed_table_bytes =
+                groth16::PrecomputedQueries::memory_bytes_for_key(&proving_key);
+        }
         Ok(Self {
             shape,
             proving_key,
             prepared_vk,
             tables: None,
+            origin: record.origin,
         })
     }
 }

@@ -14,6 +14,8 @@ use ark_bn254::{Bn254, G1Affine, G2Affine};
 use ark_ec::AffineRepr;
 use ark_groth16::{ProvingKey, VerifyingKey};
 
+use crate::qap::Reduction;
+
 /// Why a proving key cannot be held: its queries disagree on the number of variables.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("the proving key's queries disagree: A has {a} points, B {b_g1} in G1 and {b_g2} in G2")]
@@ -34,6 +36,8 @@ pub struct SparseProvingKey {
     pub b_query: BQuery,
     pub h_query: Vec<G1Affine>,
     pub l_query: Vec<G1Affine>,
+    /// The witness map the H query is made for.
+    pub reduction: Reduction,
 }
 
 /// `B_i(τ)` in G1 and G2 at the variables `i` where it is not the identity in both groups.
@@ -53,6 +57,14 @@ impl SparseProvingKey {
     /// Takes `pk`'s points, leaving out B's identities. Refused when B's queries and A do not
     /// have one point per variable, or when they hold not even the constant's.
     pub fn new(pk: ProvingKey<Bn254>) -> Result<Self, QueryLengthsError> {
+        Self::with_reduction(pk, Reduction::Libsnark)
+    }
+
+    /// [`SparseProvingKey::new`] for a key of `reduction`.
+    pub fn with_reduction(
+        pk: ProvingKey<Bn254>,
+        reduction: Reduction,
+    ) -> Result<Self, QueryLengthsError> {
         let ProvingKey {
             vk,
             beta_g1,
@@ -93,6 +105,7 @@ impl SparseProvingKey {
             b_query,
             h_query,
             l_query,
+            reduction,
         })
     }
 

@@ -28,6 +28,54 @@ use crate::{fft::CosetFft, matrix::Rows};
 /// Groth16 over BN254 with the keys and proofs of [`OrientedReduction`].
 pub type Groth16 = ark_groth16::Groth16<ark_bn254::Bn254, OrientedReduction>;
 
+/// Groth16 over BN254 with the keys and proofs of [`CircomOrientedReduction`]: keys shaped as
+/// snarkjs makes them from our exported R1CS.
+pub type CircomGroth16 = ark_groth16::Groth16<ark_bn254::Bn254, CircomOrientedReduction>;
+
+/// Which witness map a proving key's H query is made for. Both reduce the same oriented R1CS
+/// (with the public inputs' constraints `xᵢ · 0 = 0` appended) over the same domain H of size
+/// n; they differ in the basis of H's query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reduction {
+    /// libsnark's (arkworks' default): H holds `τⁱ·Z(τ)/δ` for i < n − 1, the prover computes
+    /// the coefficients of `(A·B − C)/Z` ([`witness_map`]). Our development and single-party
+    /// keys.
+    Libsnark,
+    /// snarkjs' (circom-compat's `CircomReduction`): H holds the Lagrange basis of the odd
+    /// points of the domain of size 2n, divided by δ, and the prover multiplies in the values
+    /// of `A·B − C` on the coset `ω₂ₙ·H` ([`witness_map_circom`]). Keys imported from a zkey.
+    Circom,
+}
+
+impl Reduction {
+    /// The number of points of the H query of a key for a QAP domain of size `n`.
+    pub fn h_query_len(self, n: usize) -> usize {
+        match self {
+            Reduction::Libsnark => n - 1,
+            Reduction::Circom => n,
+        }
+    }
+
+    /// `h` for the H query of a key of this reduction.
+    pub fn witness_map<M: Rows>(
+        self,
+        matrices: &[M],
+        num_inputs: usize,
+        num_constraints: usize,
+        full_assignment: &[Fr],
+    ) -> Result<Vec<Fr>, SynthesisError> {
+        match self {
+            Reduction::Libsnark => {
+                witness_map(matrices, num_inputs, num_constraints, full_assignment)
+            }
+            Reduction::Circom => {
+                witness_map_circom(matrices, num_inputs, num_constraints, full_assignment)
+            }
+        }
+    }
+}
+
 /// Turns round (swaps the A and B rows of) every constraint whose B factor holds a variable that
 /// the orientation can keep out of B, i.e. one that is not in both factors of any constraint,
 /// while its A factor holds only variables that are in B anyway. Returns how many were turned.
@@ -93,10 +141,72 @@ pub fn witness_map<M: Rows>(
     num_constraints: usize,
     full_assignment: &[Fr],
 ) -> Result<Vec<Fr>, SynthesisError> {
-    let n = (num_constraints + num_inputs)
-        .checked_next_power_of_two()
-        .ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+    let n = domain_size(num_constraints, num_inputs)?;
     let fft = CosetFft::for_size(n).ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+    let (mut a, mut b, mut c) =
+        coset_evaluations(&fft, matrices, num_inputs, num_constraints, full_assignment)?;
+    // Z(X) = Xⁿ − 1 is gⁿ − 1 everywhere on the coset gH.
+    let z_inverse = (Fr::GENERATOR.pow([n as u64]) - Fr::one())
+        .inverse()
+        .expect("g is not in H");
+    a.par_iter_mut()
+        .zip(&b)
+        .zip(&c)
+        .for_each(|((a, b), c)| *a = (*a * b - c) * z_inverse);
+    // B and C of the assignment, like h, are derived from its secrets.
+    crate::wipe::wipe("qap b", &mut b);
+    crate::wipe::wipe("qap c", &mut c);
+    fft.coset_to_coefficients(&mut a);
+    Ok(a)
+}
+
+/// `h` for a key of snarkjs' reduction: the values of `A·B − C` on the coset `ω₂ₙ·H` (the odd
+/// points of the domain of size 2n), which its H query, the Lagrange basis of those points
+/// divided by δ, takes as they are: no division by Z (it is `−2` on that coset, folded into
+/// the key) and no inverse transform. The same transforms as [`witness_map`], with the shift
+/// `ω₂ₙ` instead of the field's generator.
+pub fn witness_map_circom<M: Rows>(
+    matrices: &[M],
+    num_inputs: usize,
+    num_constraints: usize,
+    full_assignment: &[Fr],
+) -> Result<Vec<Fr>, SynthesisError> {
+    let n = domain_size(num_constraints, num_inputs)?;
+    let omega_2n =
+        Fr::get_root_of_unity(2 * n as u64).ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+    let fft = CosetFft::for_size_and_shift(n, omega_2n)
+        .ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+    let (mut a, mut b, mut c) =
+        coset_evaluations(&fft, matrices, num_inputs, num_constraints, full_assignment)?;
+    a.par_iter_mut()
+        .zip(&b)
+        .zip(&c)
+        .for_each(|((a, b), c)| *a = *a * b - c);
+    crate::wipe::wipe("qap b", &mut b);
+    crate::wipe::wipe("qap c", &mut c);
+    Ok(a)
+}
+
+/// The QAP domain's size: the constraints and one per instance variable (the constant 1
+/// included), rounded up to a power of two.
+fn domain_size(num_constraints: usize, num_inputs: usize) -> Result<usize, SynthesisError> {
+    (num_constraints + num_inputs)
+        .checked_next_power_of_two()
+        .ok_or(SynthesisError::PolynomialDegreeTooLarge)
+}
+
+/// A, B and C of the assignment on the domain H (the public inputs' constraints `xᵢ · 0 = 0`
+/// appended, as libsnark and snarkjs both do), transformed to the coset of `fft`, the three
+/// concurrently when the pool has threads to spare.
+#[allow(clippy::type_complexity)]
+fn coset_evaluations<M: Rows>(
+    fft: &CosetFft,
+    matrices: &[M],
+    num_inputs: usize,
+    num_constraints: usize,
+    full_assignment: &[Fr],
+) -> Result<(Vec<Fr>, Vec<Fr>, Vec<Fr>), SynthesisError> {
+    let n = fft.size();
     if matrices.len() != 3 || matrices.iter().any(|m| m.num_rows() != num_constraints) {
         return Err(SynthesisError::Unsatisfiable);
     }
@@ -123,19 +233,7 @@ pub fn witness_map<M: Rows>(
         },
         || fft.domain_to_coset(&mut c),
     );
-    // Z(X) = Xⁿ − 1 is gⁿ − 1 everywhere on the coset gH.
-    let z_inverse = (Fr::GENERATOR.pow([n as u64]) - Fr::one())
-        .inverse()
-        .expect("g is not in H");
-    a.par_iter_mut()
-        .zip(&b)
-        .zip(&c)
-        .for_each(|((a, b), c)| *a = (*a * b - c) * z_inverse);
-    // B and C of the assignment, like h, are derived from its secrets.
-    crate::wipe::wipe("qap b", &mut b);
-    crate::wipe::wipe("qap c", &mut c);
-    fft.coset_to_coefficients(&mut a);
-    Ok(a)
+    Ok((a, b, c))
 }
 
 /// libsnark's reduction of the R1CS turned round by [`orient`].
@@ -213,6 +311,50 @@ impl R1CSToQAP for OrientedReduction {
         delta_inverse: F,
     ) -> Result<Vec<F>, SynthesisError> {
         LibsnarkReduction::h_query_scalars::<F, D>(max_power, t, zt, delta_inverse)
+    }
+}
+
+/// snarkjs' reduction of the R1CS turned round by [`orient`]: the instance map of
+/// [`OrientedReduction`], the H query of snarkjs' keys. A setup with it makes the key snarkjs'
+/// `groth16 setup` would make from our exported R1CS for the same toxic waste.
+pub struct CircomOrientedReduction;
+
+impl R1CSToQAP for CircomOrientedReduction {
+    #[allow(clippy::type_complexity)]
+    fn instance_map_with_evaluation<F: PrimeField, D: EvaluationDomain<F>>(
+        cs: ConstraintSystemRef<F>,
+        t: &F,
+    ) -> Result<(Vec<F>, Vec<F>, Vec<F>, F, usize, usize), SynthesisError> {
+        OrientedReduction::instance_map_with_evaluation::<F, D>(cs, t)
+    }
+
+    /// Not used by our prover, which calls [`witness_map_circom`] on cached matrices; ark-groth16
+    /// needs it only to prove, which we do not do through it.
+    fn witness_map_from_matrices<F: PrimeField, D: EvaluationDomain<F>>(
+        _matrices: &[Matrix<F>],
+        _num_inputs: usize,
+        _num_constraints: usize,
+        _full_assignment: &[F],
+    ) -> Result<Vec<F>, SynthesisError> {
+        Err(SynthesisError::AssignmentMissing)
+    }
+
+    /// The Lagrange basis of the odd points of the domain of size 2n at t, divided by δ:
+    /// `L'ᵢ(t)/δ` for the points `ω₂ₙ^{2i+1}`, from the powers `t^j/δ`, j < 2n − 1, by an
+    /// inverse transform of size 2n (the odd entries), as snarkjs reads them from the prepared
+    /// Powers of Tau.
+    fn h_query_scalars<F: PrimeField, D: EvaluationDomain<F>>(
+        max_power: usize,
+        t: F,
+        _zt: F,
+        delta_inverse: F,
+    ) -> Result<Vec<F>, SynthesisError> {
+        let mut scalars: Vec<F> = (0..2 * max_power + 1)
+            .map(|i| delta_inverse * t.pow([i as u64]))
+            .collect();
+        let domain = D::new(scalars.len()).ok_or(SynthesisError::PolynomialDegreeTooLarge)?;
+        domain.ifft_in_place(&mut scalars);
+        Ok(scalars.into_iter().skip(1).step_by(2).collect())
     }
 }
 
@@ -461,5 +603,108 @@ mod tests {
         )
         .unwrap();
         assert!(!Groth16::verify(&vk, &public, &proof).unwrap());
+    }
+
+    /// A key of snarkjs' reduction (made by a setup with its H query, as snarkjs makes it from
+    /// our R1CS) proves with [`witness_map_circom`] and verifies, on the k=3 transfer, with and
+    /// without precomputed tables; h of the other reduction gives a proof that does not verify
+    /// with it, and both reductions' keys give verifying proofs of the same assignment.
+    #[test]
+    fn circom_keys_prove_with_their_witness_map() {
+        use crate::groth16::{create_proof, MsmBackend, PrecomputedQueries, SparseProvingKey};
+        let mut rng = ChaCha20Rng::seed_from_u64(11);
+        let (setup, proving) = sample_transfer(3, &mut rng);
+        let shape = r1cs(setup.clone()).unwrap();
+        let assignment = full_assignment(proving).unwrap();
+        let public = &assignment[1..shape.num_instance_variables];
+        let (pk, vk) = CircomGroth16::circuit_specific_setup(setup.clone(), &mut rng).unwrap();
+        let n = (shape.num_constraints + shape.num_instance_variables).next_power_of_two();
+        assert_eq!(pk.h_query.len(), n, "the H query covers the odd points");
+        let (libsnark_pk, libsnark_vk) = Groth16::circuit_specific_setup(setup, &mut rng).unwrap();
+        let circom = SparseProvingKey::with_reduction(pk.clone(), Reduction::Circom).unwrap();
+        let tables = PrecomputedQueries::new(&circom);
+        for tables in [None, Some(&tables)] {
+            let (proof, _) = create_proof(
+                &circom,
+                tables,
+                &shape,
+                &assignment,
+                Fr::rand(&mut rng),
+                Fr::rand(&mut rng),
+                MsmBackend::Enygma,
+            )
+            .unwrap();
+            assert!(CircomGroth16::verify(&vk, public, &proof).unwrap());
+        }
+        let libsnark = SparseProvingKey::new(libsnark_pk).unwrap();
+        let (proof, _) = create_proof(
+            &libsnark,
+            None,
+            &shape,
+            &assignment,
+            Fr::rand(&mut rng),
+            Fr::rand(&mut rng),
+            MsmBackend::Enygma,
+        )
+        .unwrap();
+        assert!(Groth16::verify(&libsnark_vk, public, &proof).unwrap());
+        // The circom key's points with the libsnark witness map: the H query's length differs,
+        // refused; with the last point dropped, h is of the wrong basis and the proof fails.
+        let mut wrong = SparseProvingKey::with_reduction(pk.clone(), Reduction::Libsnark).unwrap();
+        assert!(create_proof(
+            &wrong,
+            None,
+            &shape,
+            &assignment,
+            Fr::rand(&mut rng),
+            Fr::rand(&mut rng),
+            MsmBackend::Enygma
+        )
+        .is_err());
+        wrong.h_query.pop();
+        let (proof, _) = create_proof(
+            &wrong,
+            None,
+            &shape,
+            &assignment,
+            Fr::rand(&mut rng),
+            Fr::rand(&mut rng),
+            MsmBackend::Enygma,
+        )
+        .unwrap();
+        assert!(!CircomGroth16::verify(&vk, public, &proof).unwrap());
+    }
+
+    /// snarkjs' h (circom-compat's witness map, written out with ark-poly) equals ours.
+    #[test]
+    fn circom_witness_map_matches_ark_poly() {
+        use ark_poly::{GeneralEvaluationDomain, Radix2EvaluationDomain};
+        let (setup, proving) = sample_transfer(3, &mut ChaCha20Rng::seed_from_u64(12));
+        let shape = r1cs(setup).unwrap();
+        let assignment = full_assignment(proving).unwrap();
+        let (m, inputs) = (shape.num_constraints, shape.num_instance_variables);
+        let domain = GeneralEvaluationDomain::<Fr>::new(m + inputs).unwrap();
+        let n = domain.size();
+        let mut evals = [0, 1, 2].map(|k| {
+            let mut v: Vec<Fr> = (0..m)
+                .map(|row| evaluate(&shape.matrices[k][row], &assignment))
+                .collect();
+            v.resize(n, Fr::zero());
+            v
+        });
+        evals[0][m..m + inputs].copy_from_slice(&assignment[..inputs]);
+        let shift = Radix2EvaluationDomain::<Fr>::new(2 * n)
+            .unwrap()
+            .group_gen();
+        let coset = domain.get_coset(shift).unwrap();
+        for v in evals.iter_mut() {
+            domain.ifft_in_place(v);
+            coset.fft_in_place(v);
+        }
+        let expected: Vec<Fr> = (0..n)
+            .map(|i| evals[0][i] * evals[1][i] - evals[2][i])
+            .collect();
+        let ours = witness_map_circom(&shape.matrices, inputs, m, &assignment).unwrap();
+        assert!(ours == expected);
     }
 }

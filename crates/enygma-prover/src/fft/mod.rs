@@ -30,9 +30,12 @@ use rayon::prelude::*;
 const GRAIN: usize = 1 << 12;
 
 /// Precomputed tables for transforms over the radix-2 domain `H` of size n and its coset `gH`,
-/// `g` being `Fr::GENERATOR` as in ark-poly's `get_coset` (and ark-groth16's witness map).
+/// `g` being `Fr::GENERATOR` as in ark-poly's `get_coset` (and ark-groth16's witness map), or
+/// another shift ([`CosetFft::with_shift`]: snarkjs' witness map uses `ω₂ₙ`).
 pub struct CosetFft {
     log_n: u32,
+    /// The coset's shift g.
+    shift: Fr,
     /// `ω_{2m}^j` at `m − 1 + j` for each stage half-size `m` and `j < m`.
     twiddles: Vec<Fr>,
     /// The same for `ω⁻¹`.
@@ -81,14 +84,19 @@ impl CosetFft {
     /// is narrow enough for lanes) and CPUs without AVX-512 IFMA run scalar whatever is asked
     /// ([`CosetFft::arithmetic`] says which).
     pub fn with_arithmetic(n: usize, arithmetic: Arithmetic) -> Option<Self> {
+        Self::with_shift(n, Fr::GENERATOR, arithmetic)
+    }
+
+    /// [`CosetFft::with_arithmetic`] for the coset `shift·H`; `None` also for a zero shift.
+    pub fn with_shift(n: usize, shift: Fr, arithmetic: Arithmetic) -> Option<Self> {
         let domain = Radix2EvaluationDomain::<Fr>::new(n)?;
         if domain.size() != n {
             return None;
         }
         let log_n = n.trailing_zeros();
         let n_inv = domain.size_inv();
-        let g = Fr::GENERATOR;
-        let g_inv = g.inverse().expect("the generator is not zero");
+        let g = shift;
+        let g_inv = g.inverse()?;
         let shifts = |base: Fr| {
             let mut powers = Vec::with_capacity(n);
             let mut x = n_inv;
@@ -102,6 +110,7 @@ impl CosetFft {
         };
         let scalar = Self {
             log_n,
+            shift,
             twiddles: stage_twiddles(domain.group_gen(), n),
             inverse_twiddles: stage_twiddles(domain.group_gen_inv(), n),
             to_coset: shifts(g),
@@ -128,15 +137,20 @@ impl CosetFft {
         Arithmetic::Scalar
     }
 
-    /// The shared tables for size n, built on first use.
+    /// The shared tables for size n and the coset `gH`, built on first use.
     pub fn for_size(n: usize) -> Option<Arc<Self>> {
+        Self::for_size_and_shift(n, Fr::GENERATOR)
+    }
+
+    /// The shared tables for size n and the coset `shift·H`, built on first use.
+    pub fn for_size_and_shift(n: usize, shift: Fr) -> Option<Arc<Self>> {
         static CACHE: OnceLock<Mutex<Vec<Arc<CosetFft>>>> = OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
         let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(found) = cache.iter().find(|t| t.size() == n) {
+        if let Some(found) = cache.iter().find(|t| t.size() == n && t.shift == shift) {
             return Some(found.clone());
         }
-        let tables = Arc::new(Self::new(n)?);
+        let tables = Arc::new(Self::with_shift(n, shift, Arithmetic::detected())?);
         cache.push(tables.clone());
         Some(tables)
     }
@@ -318,6 +332,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The coset of another shift (`ω₂ₙ`, snarkjs' witness map) agrees with ark-poly's coset
+    /// FFT of that shift, in every arithmetic this CPU has.
+    #[test]
+    fn other_shifts_agree_with_ark_poly() {
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        for arithmetic in Arithmetic::available() {
+            for log_n in [0, 4, 10] {
+                let n = 1usize << log_n;
+                let shift = Radix2EvaluationDomain::<Fr>::new(2 * n)
+                    .unwrap()
+                    .group_gen();
+                let domain = GeneralEvaluationDomain::<Fr>::new(n).unwrap();
+                let coset = domain.get_coset(shift).unwrap();
+                let tables = CosetFft::with_shift(n, shift, arithmetic).unwrap();
+                let values = random(n, &mut rng);
+                let mut expected = values.clone();
+                domain.ifft_in_place(&mut expected);
+                coset.fft_in_place(&mut expected);
+                let mut ours = values;
+                tables.domain_to_coset(&mut ours);
+                assert_eq!(ours, expected, "n = {n}, {arithmetic:?}");
+            }
+        }
+        assert!(CosetFft::with_shift(8, Fr::from(0u64), Arithmetic::Scalar).is_none());
     }
 
     #[test]
