@@ -25,6 +25,10 @@
 //! A withdraw must not claim the same commitment twice ([`repeated_note`]): once its credited
 //! value is the sum of its deposits' values, a repeated deposit would count twice. Empty slots
 //! carry the hash 0 and may repeat.
+//!
+//! What the proofs leave to the contract (known roots per note kind, one nullifier set per kind,
+//! each note in exactly one store) and the decision on a note that could be both withdrawn by
+//! its hash and spent in a join-split by its nullifier are in `docs/soundness.md`.
 
 /// Enters the constraint namespace of a [`Rule`] until the end of the enclosing block: with a
 /// `ConstraintLayer` installed, `cs.which_is_unsatisfied()` names the rule an unsatisfied
