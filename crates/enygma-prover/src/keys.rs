@@ -280,6 +280,28 @@ fn split_header(bytes: &[u8]) -> Result<(KeyRecord, &[u8]), String> {
     Ok((record, &rest[end + 1..]))
 }
 
+/// The record of a proving key file, read from its first lines only (what the server checks
+/// before it listens, without loading the key).
+pub fn read_record(path: &Path) -> Result<KeyRecord, KeyError> {
+    // The record line is a few hundred bytes; a headerless file needs only the magic's length.
+    let mut head = Vec::with_capacity(4096);
+    fs::File::open(path)
+        .map_err(io(path))?
+        .take(4096)
+        .read_to_end(&mut head)
+        .map_err(io(path))?;
+    match split_header(&head) {
+        Ok((record, _)) => Ok(record),
+        Err(reason) => Err(KeyError::Format {
+            path: path.to_path_buf(),
+            source: ark_serialize::SerializationError::IoError(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                reason,
+            )),
+        }),
+    }
+}
+
 /// Loads a proving key and its record, skipping the point checks when the file's digest
 /// matches the one recorded next to it.
 pub fn load_proving_key(paths: &KeyPaths) -> Result<(ProvingKey<Bn254>, KeyRecord), KeyError> {
@@ -321,6 +343,9 @@ mod tests {
         serde_json::to_writer(&mut bytes, &record).unwrap();
         bytes.extend(b"\nKEY");
         assert_eq!(split_header(&bytes).unwrap(), (record, &b"KEY"[..]));
+        for reduction in [Reduction::Libsnark, Reduction::Circom] {
+            assert_eq!(serde_json::to_value(reduction).unwrap(), reduction.name());
+        }
         assert_eq!(
             split_header(b"KEY").unwrap(),
             (KeyRecord::DEVELOPMENT, &b"KEY"[..])
@@ -328,6 +353,31 @@ mod tests {
         let mut cut = HEADER_MAGIC.to_vec();
         cut.extend(b"{\"origin\"");
         assert!(split_header(&cut).is_err());
+    }
+
+    #[test]
+    fn the_record_is_read_without_the_key() {
+        let dir = std::env::temp_dir().join(format!("enygma-record-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.pk");
+        let record = KeyRecord {
+            origin: KeyOrigin::SingleParty,
+            reduction: Reduction::Libsnark,
+        };
+        let mut bytes = HEADER_MAGIC.to_vec();
+        serde_json::to_writer(&mut bytes, &record).unwrap();
+        bytes.push(b'\n');
+        bytes.extend(std::iter::repeat_n(7u8, 1 << 16));
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_record(&path).unwrap(), record);
+        fs::write(&path, [7u8; 100]).unwrap();
+        assert_eq!(read_record(&path).unwrap(), KeyRecord::DEVELOPMENT);
+        let mut cut = HEADER_MAGIC.to_vec();
+        cut.extend(b"{\"origin\":");
+        fs::write(&path, &cut).unwrap();
+        assert!(read_record(&path).is_err());
+        assert!(read_record(&dir.join("none.pk")).is_err());
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -139,8 +139,9 @@ pub struct CircuitKeys {
     /// ([`Prover::precompute`]): proofs take 0.67-0.77x the time for about `(D + 2V + 3B)` KiB,
     /// `B` the variables of the B query (`benches/results/2026-12-03-msm-techniques.md`).
     tables: Option<groth16::PrecomputedQueries>,
-    /// Where the key's toxic waste went (its file's [`keys::KeyRecord`]).
-    pub origin: keys::KeyOrigin,
+    /// Where the key's toxic waste went and the QAP reduction its H query is for (its file's
+    /// [`keys::KeyRecord`]).
+    pub record: keys::KeyRecord,
 }
 
 impl CircuitKeys {
@@ -250,7 +251,7 @@ impl CircuitKeys {
             proving_key,
             prepared_vk,
             tables: None,
-            origin: record.origin,
+            record,
         })
     }
 }
@@ -330,34 +331,38 @@ impl Prover {
     }
 
     /// Loads the keys of `instances` from `keys_dir`, creating missing ones as development keys
-    /// or refusing to, as `missing` says. Logs that development keys are development keys,
-    /// every time.
+    /// or refusing to, as `missing` says. Logs each key's origin, and warns, every time, about
+    /// each key whose toxic waste someone may know.
     pub fn load(
         keys_dir: &Path,
         instances: &[Instance],
         missing: MissingKeys,
     ) -> Result<Self, KeyError> {
-        match missing {
-            MissingKeys::Create => tracing::warn!(
-                dir = %keys_dir.display(),
-                "using DEVELOPMENT keys from a single-party setup with a public seed: proofs are not secure for production"
-            ),
-            MissingKeys::Refuse => tracing::warn!(
-                dir = %keys_dir.display(),
-                "loading existing keys only; keys made by `enygma setup` are DEVELOPMENT keys from a public seed, not for production"
-            ),
-        }
         let circuits = instances
             .iter()
             .map(|&instance| {
                 let started = Instant::now();
                 let keys = CircuitKeys::load(keys_dir, instance, missing)?;
+                let origin = &keys.record.origin;
                 tracing::info!(
                     circuit = %instance,
                     constraints = keys.shape.info.constraints,
+                    origin = %origin,
+                    reduction = keys.record.reduction.name(),
                     elapsed_ms = started.elapsed().as_millis() as u64,
                     "keys and matrices loaded"
                 );
+                match origin {
+                    keys::KeyOrigin::DevelopmentSeed => tracing::warn!(
+                        circuit = %instance,
+                        "DEVELOPMENT keys from a public seed: anyone can forge proofs for them; not for production"
+                    ),
+                    keys::KeyOrigin::SingleParty => tracing::warn!(
+                        circuit = %instance,
+                        "single-party keys: whoever ran their setup could forge proofs; for staging, not for production"
+                    ),
+                    keys::KeyOrigin::Ceremony { .. } => {}
+                }
                 Ok(keys)
             })
             .collect::<Result<Vec<_>, KeyError>>()?;

@@ -49,6 +49,14 @@ pub enum Reduction {
 }
 
 impl Reduction {
+    /// Its name in a key file's record, the server's log, `/readyz` and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::Libsnark => "libsnark",
+            Reduction::Circom => "circom",
+        }
+    }
+
     /// The number of points of the H query of a key for a QAP domain of size `n`.
     pub fn h_query_len(self, n: usize) -> usize {
         match self {

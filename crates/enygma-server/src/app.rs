@@ -631,8 +631,18 @@ async fn livez() -> Response {
 async fn readyz<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response {
     if st.is_draining() {
         json_response(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"draining"}"#)
-    } else if st.is_ready() {
-        json_response(StatusCode::OK, r#"{"status":"ready"}"#)
+    } else if let Some(backend) = st.backend() {
+        // Which keys it proves with, so that a rollout can be checked from the probe.
+        let keys: serde_json::Map<String, serde_json::Value> = backend
+            .keys()
+            .into_iter()
+            .map(|(instance, record)| {
+                let record = serde_json::to_value(record).unwrap_or_default();
+                (instance.key_stem(), record)
+            })
+            .collect();
+        let body = serde_json::json!({ "status": "ready", "keys": keys });
+        json_response(StatusCode::OK, body.to_string())
     } else {
         json_response(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"loading"}"#)
     }
@@ -646,6 +656,9 @@ async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Respons
         st.verify.gauges(),
     );
     st.prove.render_callers(&mut text);
+    if let Some(backend) = st.backend() {
+        crate::metrics::render_key_info(&mut text, &backend.keys());
+    }
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,

@@ -4,6 +4,7 @@
 //! the admission tests run against a deterministic fake (see `crate::tests`) while the binary
 //! uses the real `enygma_prover::Prover` through [`crate::prover::RealBackend`].
 
+pub use enygma_prover::keys::KeyRecord;
 pub use enygma_prover::statements::Instance;
 use enygma_prover::ProveError;
 use std::time::Duration;
@@ -23,6 +24,13 @@ pub trait ProofBackend: Send + Sync + 'static {
 
     /// Verifies a proof of `instance` given as the JSON body that its prove route answered.
     fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError>;
+
+    /// What each loaded key is (its origin and QAP reduction), in the order of the hosted
+    /// instances: what `/readyz` and the `enygma_key_info` metric report. A prover without key
+    /// files (the tests' fakes) reports none.
+    fn keys(&self) -> Vec<(Instance, KeyRecord)> {
+        Vec::new()
+    }
 }
 
 /// A finished proof: the 200 body, already serialised, and where the time went.

@@ -54,6 +54,13 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_REQUIRE_KEYS")]
     pub require_keys: bool,
 
+    /// Refuse to start unless every hosted circuit's proving key comes from a multi-party
+    /// ceremony (`enygma import-zkey`): development keys (anyone can forge proofs) and
+    /// single-party keys (their setup's operator can) are refused, and missing keys are never
+    /// created. For production.
+    #[arg(long, env = "ENYGMA_REQUIRE_CEREMONY_KEYS")]
+    pub require_ceremony_keys: bool,
+
     /// Precompute fixed-base MSM tables for these hosted circuits at key load, before /readyz
     /// turns ready: their proofs take about 0.7x the time, for about (D + 2V + 3B) KiB each
     /// (143.5 MiB for transfer-k6; the server README has every instance's size, and the start-up
@@ -331,7 +338,7 @@ impl Args {
 
     /// What to do about a missing proving key.
     pub fn missing_keys(&self) -> enygma_prover::MissingKeys {
-        if self.require_keys {
+        if self.require_keys || self.require_ceremony_keys {
             enygma_prover::MissingKeys::Refuse
         } else {
             enygma_prover::MissingKeys::Create
@@ -699,6 +706,9 @@ mod tests {
         assert_eq!(args.missing_keys(), enygma_prover::MissingKeys::Refuse);
         let deposit = Args::try_parse_from(["enygma-server", "--circuits", "deposit"]).unwrap();
         assert_eq!(deposit.hosted().len(), 5);
+        assert_eq!(deposit.missing_keys(), enygma_prover::MissingKeys::Create);
+        let ceremony = Args::try_parse_from(["enygma-server", "--require-ceremony-keys"]).unwrap();
+        assert_eq!(ceremony.missing_keys(), enygma_prover::MissingKeys::Refuse);
         let err = Args::try_parse_from(["enygma-server", "--circuits", "transfer-k9"])
             .unwrap_err()
             .to_string();

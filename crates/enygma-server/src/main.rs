@@ -9,7 +9,7 @@ use tracing_subscriber::EnvFilter;
 
 use enygma_server::auth::{Auth, TokenFile};
 use enygma_server::config::{AccessArgs, Args, LogFormat};
-use enygma_server::prover::{missing_proving_keys, RealBackend};
+use enygma_server::prover::{missing_proving_keys, non_ceremony_keys, RealBackend};
 use enygma_server::tls::Tls;
 use enygma_server::transport::Transport;
 use enygma_server::{reload_on_sighup, serve, shutdown_signal, AppState, Exit};
@@ -70,6 +70,7 @@ async fn run(args: Args) -> Exit {
         unlimited = args.unlimited,
         circuits = %circuits.join(","),
         require_keys = args.require_keys,
+        require_ceremony_keys = args.require_ceremony_keys,
         precompute = %precomputed_stems.join(","),
         pin_cpus = admission.pin_cpus,
         msm_arithmetic = ?enygma_prover::MsmArithmetic::detected(),
@@ -82,6 +83,16 @@ async fn run(args: Args) -> Exit {
             tracing::error!(
                 missing = %files.join(", "),
                 "--require-keys: proving keys of hosted circuits are missing; not starting (provide them, or host fewer circuits with --circuits)"
+            );
+            return Exit::Startup;
+        }
+    }
+    if args.require_ceremony_keys {
+        let refused = non_ceremony_keys(&args.keys_dir, &hosted);
+        if !refused.is_empty() {
+            tracing::error!(
+                keys = %refused.join("; "),
+                "--require-ceremony-keys: hosted circuits have keys that do not come from a ceremony; not starting (import the ceremony's zkeys with `enygma import-zkey`, see docs/production-keys.md)"
             );
             return Exit::Startup;
         }

@@ -634,6 +634,28 @@ fn render_lifecycle(o: &mut String, ready: bool, draining: bool) {
     let _ = writeln!(o, "enygma_draining {}", draining as u8);
 }
 
+/// `enygma_key_info`: one series per loaded key, saying where its toxic waste went (the alert
+/// on production deployments that run other than ceremony keys reads it).
+pub fn render_key_info(o: &mut String, keys: &[(Instance, enygma_prover::keys::KeyRecord)]) {
+    header(
+        o,
+        "enygma_key_info",
+        "gauge",
+        "1 per loaded key: its origin (development-seed: anyone can forge proofs; \
+         single-party-random: its setup's operator can; ceremony) and the QAP reduction its H \
+         query is for.",
+    );
+    for (instance, record) in keys {
+        let _ = writeln!(
+            o,
+            "enygma_key_info{{{},origin=\"{}\",reduction=\"{}\"}} 1",
+            instance_labels(*instance),
+            record.origin.kind(),
+            record.reduction.name()
+        );
+    }
+}
+
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");

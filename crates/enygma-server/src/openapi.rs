@@ -425,6 +425,43 @@ fn other_k_operation(name: &str, action: &str, sizes: &std::ops::RangeInclusive<
     })
 }
 
+/// `/readyz`'s 200 body: the status and each loaded key's record (`enygma_prover::keys::KeyRecord`).
+fn ready_body() -> Value {
+    let origin = json!({
+        "type": "object",
+        "required": ["kind"],
+        "properties": {
+            "kind": {
+                "type": "string",
+                "enum": ["development-seed", "single-party-random", "ceremony"],
+            },
+            "contributions": { "type": "integer", "minimum": 0 },
+            "final_hash": { "type": ["string", "null"] },
+            "zkey_sha256": { "type": "string" },
+        },
+    });
+    json!({
+        "type": "object",
+        "required": ["status", "keys"],
+        "properties": {
+            "status": { "type": "string", "enum": ["ready"] },
+            "keys": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["origin", "reduction"],
+                    "properties": {
+                        "origin": origin,
+                        "reduction": { "type": "string", "enum": ["libsnark", "circom"] },
+                    },
+                    "additionalProperties": false,
+                },
+            },
+        },
+        "additionalProperties": false,
+    })
+}
+
 /// The routes outside the statements: probes, metrics and this document.
 fn service_operations() -> Vec<(&'static str, Value)> {
     let status = |values: &[&str]| {
@@ -487,7 +524,12 @@ fn service_operations() -> Vec<(&'static str, Value)> {
                 "Readiness: the keys of every hosted instance are loaded and the service is not \
                  draining; open",
                 json!({
-                    "200": json_response("Ready to prove.", status(&["ready"]), &[]),
+                    "200": json_response(
+                        "Ready to prove, with the keys it proves with: per key stem, the key's \
+                         origin (who could forge proofs) and the QAP reduction it is for.",
+                        ready_body(),
+                        &[],
+                    ),
                     "503": json_response(
                         "Keys still loading, or draining after SIGTERM.",
                         status(&["loading", "draining"]),

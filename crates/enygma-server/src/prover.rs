@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use enygma_prover::{keys, statements::Instance, MissingKeys, Prepared, ProofResponse, Prover};
 
-use crate::backend::{BackendError, ProofBackend, ProofOutput};
+use crate::backend::{BackendError, KeyRecord, ProofBackend, ProofOutput};
 
 /// `Prover` as a [`ProofBackend`].
 pub struct RealBackend(Prover);
@@ -28,6 +28,27 @@ impl RealBackend {
             .map_err(|e| format!("--precompute: {e}"))?;
         Ok(RealBackend(prover))
     }
+}
+
+/// Why the keys of `hosted` in `keys_dir` are not all ceremony keys (what
+/// `--require-ceremony-keys` checks before the server listens, from the files' records only):
+/// one line per instance whose proving key is missing, unreadable or of another origin.
+pub fn non_ceremony_keys(keys_dir: &Path, hosted: &[Instance]) -> Vec<String> {
+    hosted
+        .iter()
+        .filter_map(|&instance| {
+            let path = keys::KeyPaths::new(keys_dir, instance).proving;
+            match keys::read_record(&path) {
+                Ok(record) if record.origin.is_ceremony() => None,
+                Ok(record) => Some(format!(
+                    "{instance}: {} has {} keys",
+                    path.display(),
+                    record.origin.kind()
+                )),
+                Err(e) => Some(format!("{instance}: {e}")),
+            }
+        })
+        .collect()
 }
 
 /// The proving keys of `hosted` that are not in `keys_dir` (what `--require-keys` checks before
@@ -70,6 +91,13 @@ impl ProofBackend for RealBackend {
             ))
         })?;
         Ok(self.0.verify(instance, &response)?)
+    }
+
+    fn keys(&self) -> Vec<(Instance, KeyRecord)> {
+        self.0
+            .instances()
+            .filter_map(|i| self.0.circuit(i).map(|keys| (i, keys.record.clone())))
+            .collect()
     }
 }
 

@@ -11,7 +11,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -945,9 +945,26 @@ async fn a_replica_hosting_transfer_k6_alone() {
     let k6 = sample("transfer-k6.json");
     let server = Server::start(&["--circuits", "transfer-k6"]).await;
     let ready = get(server.addr, "/readyz").await.unwrap();
+    assert_eq!(ready.status, 200);
+    // The probe and the metrics say which keys it proves with: the repository's development keys.
     assert_eq!(
-        (ready.status, ready.body.as_str()),
-        (200, r#"{"status":"ready"}"#)
+        serde_json::from_str::<serde_json::Value>(&ready.body).unwrap(),
+        serde_json::json!({
+            "status": "ready",
+            "keys": { "transfer-k6": {
+                "origin": { "kind": "development-seed" },
+                "reduction": "libsnark",
+            } },
+        })
+    );
+    let metrics = get(server.addr, "/metrics").await.unwrap().body;
+    let key_info: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("enygma_key_info{"))
+        .collect();
+    assert_eq!(
+        key_info,
+        ["enygma_key_info{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\"} 1"]
     );
 
     let proof = server.prove(6, &k6).await;
@@ -981,17 +998,12 @@ async fn a_replica_hosting_transfer_k6_alone() {
     assert_eq!(loaded, ["transfer-k6"], "only the hosted keys are loaded");
 }
 
-/// Issue 15: `--require-keys` with no keys refuses to start, names the missing key, and creates
-/// nothing.
-#[test]
-fn require_keys_without_keys_refuses_to_start() {
-    let dir = std::env::temp_dir().join(format!("enygma-require-keys-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// Runs the server with `args` until it exits by itself (bounded): its exit code and output.
+fn refused_start(args: &[&str], keys_dir: &Path) -> (Option<i32>, String) {
     let mut child = server_command()
-        .args(["--bind", "127.0.0.1", "--port", "0", "--require-keys"])
-        .args(["--circuits", "transfer-k2,deposit-k2", "--keys-dir"])
-        .arg(&dir)
+        .args(["--bind", "127.0.0.1", "--port", "0", "--keys-dir"])
+        .arg(keys_dir)
+        .args(args)
         .spawn()
         .expect("start enygma-server");
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -1002,7 +1014,7 @@ fn require_keys_without_keys_refuses_to_start() {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the server did not exit without its keys");
+            panic!("the server did not exit by itself: {args:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -1012,7 +1024,20 @@ fn require_keys_without_keys_refuses_to_start() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(status.code(), Some(2), "{text}");
+    (status.code(), text)
+}
+
+/// `--require-keys` with no keys refuses to start, names the missing key, and creates nothing.
+#[test]
+fn require_keys_without_keys_refuses_to_start() {
+    let dir = std::env::temp_dir().join(format!("enygma-require-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (status, text) = refused_start(
+        &["--require-keys", "--circuits", "transfer-k2,deposit-k2"],
+        &dir,
+    );
+    assert_eq!(status, Some(2), "{text}");
     assert!(text.contains("--require-keys"), "{text}");
     for key in ["transfer-k2.pk", "deposit-k2.pk"] {
         assert!(
@@ -1482,4 +1507,44 @@ async fn dvp_statements_prove_verify_and_refuse_bad_requests() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop_with_secret_free_logs(server, &secrets);
+}
+
+/// `--require-ceremony-keys` refuses the repository's development keys, and missing keys, before
+/// it listens, naming each key and its origin; it creates nothing.
+#[test]
+fn require_ceremony_keys_refuses_development_keys() {
+    let (status, text) = refused_start(
+        &[
+            "--require-ceremony-keys",
+            "--circuits",
+            "ownership-721,transfer-k2",
+        ],
+        &repo_dir().join("keys"),
+    );
+    assert_eq!(status, Some(2), "{text}");
+    assert!(text.contains("--require-ceremony-keys"), "{text}");
+    for key in ["ownership-721: ", "transfer-k2: "] {
+        assert!(
+            text.contains(key),
+            "the message does not name {key}: {text}"
+        );
+    }
+    assert!(text.contains("development-seed keys"), "{text}");
+    assert!(!text.contains("listening"), "it listened: {text}");
+
+    let dir = std::env::temp_dir().join(format!("enygma-ceremony-keys-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (status, text) = refused_start(
+        &["--require-ceremony-keys", "--circuits", "ownership-721"],
+        &dir,
+    );
+    assert_eq!(status, Some(2), "{text}");
+    assert!(text.contains("ownership-721.pk"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "keys were created"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
