@@ -428,4 +428,93 @@ mod tests {
         tls.reload().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// An X.509 v1 certificate (no version field, no extensions: what `openssl x509 -req`
+    /// makes without an extensions file) for `cn`. Its signature is not a real one: the
+    /// verifier refuses the certificate while parsing it, before any signature is checked.
+    fn v1_certificate(cn: &str) -> CertificateDer<'static> {
+        use yasna::models::ObjectIdentifier;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ecdsa_sha256 = ObjectIdentifier::from_slice(&[1, 2, 840, 10045, 4, 3, 2]);
+        let name = |w: yasna::DERWriter, cn: &str| {
+            w.write_sequence(|w| {
+                w.next().write_set(|w| {
+                    w.next().write_sequence(|w| {
+                        w.next()
+                            .write_oid(&ObjectIdentifier::from_slice(&[2, 5, 4, 3]));
+                        w.next().write_utf8_string(cn);
+                    })
+                })
+            })
+        };
+        let der = yasna::construct_der(|w| {
+            w.write_sequence(|w| {
+                w.next().write_sequence(|w| {
+                    w.next().write_u64(1);
+                    w.next()
+                        .write_sequence(|w| w.next().write_oid(&ecdsa_sha256));
+                    name(w.next(), "client CA");
+                    w.next().write_sequence(|w| {
+                        w.next().write_der(b"\x17\x0d260101000000Z");
+                        w.next().write_der(b"\x17\x0d360101000000Z");
+                    });
+                    name(w.next(), cn);
+                    w.next().write_der(&key.public_key_der());
+                });
+                w.next()
+                    .write_sequence(|w| w.next().write_oid(&ecdsa_sha256));
+                w.next().write_bitvec_bytes(&[0u8; 64], 512);
+            })
+        });
+        CertificateDer::from(der)
+    }
+
+    /// What `tracing` writes on this thread while the guard lives.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_refused_v1_client_certificate_is_logged_with_its_reason_and_subject() {
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let ca = rcgen::generate_simple_self_signed(vec!["client-ca.example".into()]).unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(ca.cert.der().clone()).unwrap();
+        let verifier = NamedClients {
+            inner: WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                Arc::new(default_provider()),
+            )
+            .build()
+            .unwrap(),
+            names: None,
+            refusal_log: EverySecond::default(),
+        };
+        let refused = verifier.verify_client_cert(&v1_certificate("gw-v1"), &[], UnixTime::now());
+        assert!(refused.is_err());
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains("client certificate refused at the TLS handshake")
+                && text.contains("an X.509 v1 certificate: client certificates must be X.509 v3")
+                && text.contains("gw-v1"),
+            "{text}"
+        );
+    }
 }
