@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
 use crate::caller::{check_name, Caller, CertificateCaller};
+use crate::transport::ConnectionSlot;
 
 use crate::app::{is_probe, ApiError, ReqCtx};
 use crate::metrics::{AuthFailure, AuthScope, Metrics};
@@ -271,6 +272,14 @@ pub async fn check(
     let http1 = req.version() < Version::HTTP_2;
     match verdict {
         Ok(by_token) => {
+            // The connection leaves the unauthenticated budget once it has shown a token, or,
+            // when the API needs none, made an API request (a probe shows nothing).
+            let path = req.uri().path();
+            if by_token.is_some() || (auth.api.is_none() && !is_probe(path)) {
+                if let Some(slot) = req.extensions().get::<Arc<ConnectionSlot>>() {
+                    slot.authenticated();
+                }
+            }
             let caller = req
                 .extensions()
                 .get::<CertificateCaller>()

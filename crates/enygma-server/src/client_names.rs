@@ -109,10 +109,17 @@ impl ClientNames {
     }
 }
 
-/// The subject's common names and alternative names; `None` for a certificate webpki cannot
-/// parse (the handshake's verifier has refused it already).
+/// The subject's common names and alternative names. For a certificate webpki cannot parse
+/// (the handshake's verifier refuses it), such as an X.509 v1 certificate, the common names
+/// only, read from the certificate's structure, so that a refusal can say whose it was; `None`
+/// if even that fails.
 pub fn subject(cert: &CertificateDer<'_>) -> Option<Subject> {
-    let parsed = webpki::EndEntityCert::try_from(cert).ok()?;
+    let Ok(parsed) = webpki::EndEntityCert::try_from(cert) else {
+        return Some(Subject {
+            common_names: common_names_der(&subject_of_any_version(cert)?),
+            ..Subject::default()
+        });
+    };
     Some(Subject {
         common_names: common_names(parsed.subject()),
         dns: parsed.valid_dns_names().map(str::to_owned).collect(),
@@ -120,10 +127,38 @@ pub fn subject(cert: &CertificateDer<'_>) -> Option<Subject> {
     })
 }
 
+/// The subject `Name` (DER) of an X.509 certificate of any version, without checking anything
+/// else: `Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { [0] version OPTIONAL,
+/// serialNumber, signature, issuer, validity, subject, ... }, ... }`.
+fn subject_of_any_version(cert: &[u8]) -> Option<Vec<u8>> {
+    let skip_rest = |r: &mut yasna::BERReaderSeq| -> yasna::ASN1Result<()> {
+        while r.read_optional(|r| r.read_der())?.is_some() {}
+        Ok(())
+    };
+    yasna::parse_der(cert, |r| {
+        r.read_sequence(|r| {
+            let subject = r.next().read_sequence(|r| {
+                // [0] version (absent in v1) or serialNumber; then up to validity.
+                let first = r.next();
+                let versioned = first.lookahead_tag()? == yasna::Tag::context(0);
+                first.read_der()?;
+                for _ in 0..if versioned { 4 } else { 3 } {
+                    r.next().read_der()?;
+                }
+                let subject = r.next().read_der()?;
+                skip_rest(r)?;
+                Ok(subject)
+            })?;
+            skip_rest(r)?;
+            Ok(subject)
+        })
+    })
+    .ok()
+}
+
 /// The `CN` values of an X.501 name, given as webpki hands it (the `RDNSequence`'s content,
 /// without its outer tag): `SEQUENCE OF SET OF SEQUENCE { type OID, value ANY }`.
 fn common_names(name: &[u8]) -> Vec<String> {
-    const CN: &[u64] = &[2, 5, 4, 3];
     let mut der = Vec::with_capacity(name.len() + 4);
     der.push(0x30);
     match name.len() {
@@ -133,8 +168,14 @@ fn common_names(name: &[u8]) -> Vec<String> {
         _ => return Vec::new(),
     }
     der.extend_from_slice(name);
+    common_names_der(&der)
+}
+
+/// The `CN` values of an X.501 name in DER.
+fn common_names_der(der: &[u8]) -> Vec<String> {
+    const CN: &[u64] = &[2, 5, 4, 3];
     let mut names = Vec::new();
-    let parsed = yasna::parse_der(&der, |r| {
+    let parsed = yasna::parse_der(der, |r| {
         r.read_sequence_of(|r| {
             r.read_set_of(|r| {
                 r.read_sequence(|r| {

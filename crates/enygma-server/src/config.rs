@@ -345,6 +345,15 @@ impl Args {
         }
     }
 
+    /// The connection-level limits: the transport flags', and `--body-limit` as the most an
+    /// early answer's body is drained of over HTTP/2.
+    pub fn limits(&self) -> crate::transport::Limits {
+        crate::transport::Limits {
+            early_answer_drain_bytes: self.body_limit,
+            ..self.access.limits()
+        }
+    }
+
     /// Resolves the defaults that depend on the machine or on other flags.
     pub fn admission(&self) -> AdmissionConfig {
         let cpus = std::thread::available_parallelism()
@@ -476,6 +485,43 @@ pub struct AccessArgs {
     #[arg(long, env = "ENYGMA_HTTP2_MAX_STREAMS", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub http2_max_streams: u32,
+
+    // Connection hardening: who may hold a connection, and for how long (`crate::transport`).
+    /// Most connections from one client address at once; more are closed right after accept.
+    /// The default leaves room for the reference's stress test (100 concurrent requests from one
+    /// client) while one address alone holds at most an eighth of the default --max-connections.
+    #[arg(long, env = "ENYGMA_MAX_CONNECTIONS_PER_IP", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_ip: u32,
+
+    /// Most connections on which no request has passed authentication yet (a valid bearer
+    /// token; with mTLS, the client certificate at the handshake; without tokens, any request
+    /// but a probe); past it new clients wait in the accept backlog, so that such connections
+    /// never hold the slots of those that authenticated [default: half of --max-connections].
+    #[arg(long, env = "ENYGMA_MAX_UNAUTHENTICATED_CONNECTIONS",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_unauthenticated_connections: Option<u32>,
+
+    /// A TLS handshake must finish within this time of connecting (at most
+    /// --header-read-timeout), else the connection is closed.
+    #[arg(long, env = "ENYGMA_TLS_HANDSHAKE_TIMEOUT", default_value = "5s",
+          value_parser = parse_nonzero_duration)]
+    pub tls_handshake_timeout: Duration,
+
+    /// A connection older than this is closed gracefully: the response in progress gets
+    /// `Connection: close` (HTTP/2: GOAWAY, the streams in progress finish). Clients reconnect
+    /// and are checked again, so a revoked client certificate or token stops within this time.
+    #[arg(long, env = "ENYGMA_MAX_CONNECTION_AGE", default_value = "10m",
+          value_parser = parse_nonzero_duration)]
+    pub max_connection_age: Duration,
+}
+
+/// A duration flag that must be more than zero.
+fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("duration {s:?} must be more than zero")),
+        d => Ok(d),
+    }
 }
 
 impl AccessArgs {
@@ -487,6 +533,15 @@ impl AccessArgs {
             max_connections: self.max_connections as usize,
             max_header_bytes: self.max_header_bytes as usize,
             http2_max_streams: self.http2_max_streams,
+            max_unauthenticated: self
+                .max_unauthenticated_connections
+                .map_or(self.max_connections.div_ceil(2), |n| {
+                    n.min(self.max_connections)
+                }) as usize,
+            max_connections_per_ip: self.max_connections_per_ip as usize,
+            tls_handshake_timeout: self.tls_handshake_timeout,
+            max_connection_age: self.max_connection_age,
+            early_answer_drain_bytes: crate::transport::Limits::default().early_answer_drain_bytes,
         }
     }
 
@@ -582,6 +637,11 @@ mod tests {
         assert_eq!(limits.max_connections, 1024);
         assert_eq!(limits.max_header_bytes, 16384);
         assert_eq!(limits.http2_max_streams, 16);
+        assert_eq!(limits.max_unauthenticated, 512);
+        assert_eq!(limits.max_connections_per_ip, 128);
+        assert_eq!(limits.tls_handshake_timeout, Duration::from_secs(5));
+        assert_eq!(limits.max_connection_age, Duration::from_secs(600));
+        assert_eq!(args.limits().early_answer_drain_bytes, args.body_limit);
         // The in-process default (tests, embedders) is the flags' default.
         assert_eq!(limits, crate::transport::Limits::default());
     }

@@ -73,7 +73,8 @@
 //!
 //! # Transport and access control
 //! [`transport`] runs the connections (HTTP/1.1 and HTTP/2, TLS from [`tls`], the connection
-//! cap, header and body timeouts, graceful drain); [`auth`] checks bearer tokens right inside
+//! budget with its per-address cap and its share for unauthenticated connections, handshake,
+//! header and body deadlines, the maximum connection age, graceful drain); [`auth`] checks bearer tokens right inside
 //! the observer, before any other stage, so a refused request is logged and counted but never
 //! reads its body or takes a queue place. See the server README for the threat model.
 //!

@@ -105,7 +105,7 @@ async fn run(args: Args) -> Exit {
             return Exit::Startup;
         }
     };
-    let limits = access.limits();
+    let limits = args.limits();
     tracing::info!(
         tls = tls.is_some(),
         client_certificates = tls.as_ref().is_some_and(|t| t.requires_client_cert()),
@@ -116,6 +116,10 @@ async fn run(args: Args) -> Exit {
         max_connections = limits.max_connections,
         max_header_bytes = limits.max_header_bytes,
         http2_max_streams = limits.http2_max_streams,
+        max_unauthenticated_connections = limits.max_unauthenticated,
+        max_connections_per_ip = limits.max_connections_per_ip,
+        tls_handshake_timeout_s = limits.tls_handshake_timeout.as_secs_f64(),
+        max_connection_age_s = limits.max_connection_age.as_secs_f64(),
         "transport and access control"
     );
     if let Some(fair) = &mut admission.fair {
@@ -150,14 +154,13 @@ async fn run(args: Args) -> Exit {
             return Exit::Startup;
         }
     };
-    // Installed before the server says it listens: from then on a SIGHUP reloads, never kills.
-    if tls.is_some() || auth.api.is_some() || auth.metrics.is_some() {
-        tokio::spawn(reload_on_sighup(
-            tls.clone(),
-            auth.clone(),
-            state.metrics.clone(),
-        ));
-    }
+    // Installed before the server says it listens, whatever is configured: from then on a
+    // SIGHUP reloads (or logs that there is nothing to reload), never kills.
+    tokio::spawn(reload_on_sighup(
+        tls.clone(),
+        auth.clone(),
+        state.metrics.clone(),
+    ));
     let listener = match tokio::net::TcpListener::bind((args.bind, args.port)).await {
         Ok(l) => l,
         Err(e) => {

@@ -177,6 +177,16 @@ pub struct ConnectionCounters {
     pub tls_handshake_failures: AtomicU64,
     pub tls_reloads_ok: AtomicU64,
     pub tls_reloads_failed: AtomicU64,
+    /// Open connections on which no request has passed authentication yet (gauge).
+    pub unauthenticated: AtomicU64,
+    /// Closed right after `accept`: their address held `--max-connections-per-ip` already.
+    pub refused_per_ip: AtomicU64,
+    /// Times the accept loop waited for a free slot (`--max-connections`).
+    pub waits_for_slot: AtomicU64,
+    /// Times it waited for a free unauthenticated slot (`--max-unauthenticated-connections`).
+    pub waits_for_unauthenticated: AtomicU64,
+    /// Closed gracefully for their age (`--max-connection-age`).
+    pub aged_out: AtomicU64,
 }
 
 /// The witness and prove times of one statement instance.
@@ -580,6 +590,51 @@ impl Metrics {
             header(o, name, "counter", help);
             let _ = writeln!(o, "{name} {}", load(value));
         }
+        header(
+            o,
+            "enygma_connections_unauthenticated",
+            "gauge",
+            "Open connections on which no request has passed authentication yet.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_connections_unauthenticated {}",
+            load(&c.unauthenticated)
+        );
+        header(
+            o,
+            "enygma_connections_refused_total",
+            "counter",
+            "Connections closed right after accept, by reason (per_ip: the address held --max-connections-per-ip).",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_connections_refused_total{{reason=\"per_ip\"}} {}",
+            load(&c.refused_per_ip)
+        );
+        header(
+            o,
+            "enygma_connection_waits_total",
+            "counter",
+            "Times a new connection waited in the backlog, by the budget that was full (connections: --max-connections, unauthenticated: --max-unauthenticated-connections).",
+        );
+        for (budget, value) in [
+            ("connections", &c.waits_for_slot),
+            ("unauthenticated", &c.waits_for_unauthenticated),
+        ] {
+            let _ = writeln!(
+                o,
+                "enygma_connection_waits_total{{budget=\"{budget}\"}} {}",
+                load(value)
+            );
+        }
+        header(
+            o,
+            "enygma_connections_aged_out_total",
+            "counter",
+            "Connections closed gracefully for their age (--max-connection-age).",
+        );
+        let _ = writeln!(o, "enygma_connections_aged_out_total {}", load(&c.aged_out));
         header(
             o,
             "enygma_tls_reloads_total",

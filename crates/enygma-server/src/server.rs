@@ -157,9 +157,9 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// On every SIGHUP, reads the TLS certificate, key and client CA and the token files again.
-/// What fails to load keeps its previous version (and is logged and counted); open connections
-/// are never touched.
+/// On every SIGHUP, reads the TLS certificate, key and client CA and the token files again
+/// (with none of them configured, logs that there is nothing to reload). What fails to load
+/// keeps its previous version (and is logged and counted); open connections are never touched.
 ///
 /// The handler is installed by this call, before the returned future is first polled: a SIGHUP
 /// that arrives before installation would terminate the process (the signal's default action),
@@ -182,6 +182,12 @@ pub fn reload_on_sighup(
         #[cfg(unix)]
         if let Some(mut hup) = hup {
             while hup.recv().await.is_some() {
+                if tls.is_none() && auth.api.is_none() && auth.metrics.is_none() {
+                    tracing::info!(
+                        "SIGHUP: nothing to reload (no TLS files, no token files); still serving"
+                    );
+                    continue;
+                }
                 tracing::info!("SIGHUP: reloading the TLS files and token files");
                 reload(tls.as_deref(), &auth, &metrics);
             }

@@ -8,6 +8,7 @@
 //! configuration, so a half-written certificate never takes the service down. A connection
 //! keeps the configuration it was accepted with; only new handshakes see the new one.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -20,7 +21,8 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{
-    DigitallySignedStruct, DistinguishedName, Error, RootCertStore, ServerConfig, SignatureScheme,
+    CertificateError, DigitallySignedStruct, DistinguishedName, Error, OtherError, RootCertStore,
+    ServerConfig, SignatureScheme,
 };
 use tokio_rustls::TlsAcceptor;
 
@@ -45,6 +47,8 @@ pub struct TlsFiles {
 pub struct Tls {
     files: TlsFiles,
     current: RwLock<Arc<Current>>,
+    /// Paces the log line of each accepted client certificate ([`Tls::log_client`]).
+    accepted_log: EverySecond,
 }
 
 /// One loaded configuration: the server's and the certificate-to-caller rules it checks.
@@ -61,6 +65,7 @@ impl Tls {
         Ok(Tls {
             files,
             current: RwLock::new(Arc::new(current)),
+            accepted_log: EverySecond::default(),
         })
     }
 
@@ -90,6 +95,33 @@ impl Tls {
     pub fn caller_of(&self, peer: Option<&[CertificateDer<'_>]>) -> Option<Caller> {
         let leaf = peer?.first()?;
         self.current().names.as_ref()?.name_of(leaf)
+    }
+
+    /// Logs the client certificate a handshake from `peer` verified: its subject and the
+    /// caller it names (`anonymous` without `--tls-client-names`), so that the log tells who
+    /// held which connection. At most one line a second, with how many the pause swallowed.
+    pub fn log_client(
+        &self,
+        peer: SocketAddr,
+        certificate: Option<&[CertificateDer<'_>]>,
+        caller: Option<&Caller>,
+    ) {
+        let Some(leaf) = certificate.and_then(|c| c.first()) else {
+            return;
+        };
+        let Some(suppressed) = self.accepted_log.admit() else {
+            return;
+        };
+        let subject = client_names::subject(leaf).unwrap_or_default();
+        tracing::info!(
+            peer = %peer,
+            common_name = ?subject.common_names,
+            dns = ?subject.dns,
+            uri = ?subject.uris,
+            caller = caller.map_or(crate::caller::ANONYMOUS, Caller::name),
+            suppressed_since_last = suppressed,
+            "client certificate accepted at the TLS handshake"
+        );
     }
 
     /// The callers the certificate rules name.
@@ -144,6 +176,7 @@ fn build(files: &TlsFiles) -> Result<Current, String> {
             builder.with_client_cert_verifier(Arc::new(NamedClients {
                 inner: verifier,
                 names: names.clone(),
+                refusal_log: EverySecond::default(),
             }))
         }
         None => builder.with_no_client_auth(),
@@ -169,6 +202,7 @@ fn build(files: &TlsFiles) -> Result<Current, String> {
 struct NamedClients {
     inner: Arc<dyn ClientCertVerifier>,
     names: Option<Arc<ClientNames>>,
+    refusal_log: EverySecond,
 }
 
 impl ClientCertVerifier for NamedClients {
@@ -209,7 +243,7 @@ impl ClientCertVerifier for NamedClients {
                     "client certificate accepted"
                 );
             }
-            Err(e) => refusal_log(e, end_entity),
+            Err(e) => self.log_refusal(e, end_entity),
         }
         verdict
     }
@@ -237,31 +271,65 @@ impl ClientCertVerifier for NamedClients {
     }
 }
 
-/// Logs a refused client certificate at most once a second (a client retrying in a loop must
-/// not flood the log), with how many refusals the pause swallowed.
-fn refusal_log(error: &Error, cert: &CertificateDer<'_>) {
-    static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
-    static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let last = LAST_SECOND.load(Ordering::Relaxed);
-    if last == now
-        || LAST_SECOND
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-    {
-        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
-        return;
+impl NamedClients {
+    /// Logs a refused client certificate at most once a second (a client retrying in a loop
+    /// must not flood the log), with how many refusals the pause swallowed.
+    fn log_refusal(&self, error: &Error, cert: &CertificateDer<'_>) {
+        let Some(suppressed) = self.refusal_log.admit() else {
+            return;
+        };
+        let subject = client_names::subject(cert).unwrap_or_default();
+        tracing::warn!(
+            reason = %refusal_reason(error),
+            common_name = ?subject.common_names,
+            dns = ?subject.dns,
+            suppressed_since_last = suppressed,
+            "client certificate refused at the TLS handshake"
+        );
     }
-    let subject = client_names::subject(cert).unwrap_or_default();
-    tracing::warn!(
-        reason = %error,
-        common_name = ?subject.common_names,
-        dns = ?subject.dns,
-        suppressed_since_last = SUPPRESSED.swap(0, Ordering::Relaxed),
-        "client certificate refused at the TLS handshake"
-    );
+}
+
+/// Why a client certificate was refused, in words an operator can act on. rustls passes
+/// webpki's parse errors on as opaque `Other` errors; the one clients hit in practice is an
+/// X.509 v1 certificate (what `openssl x509 -req` makes without an extensions file), which
+/// webpki does not accept.
+fn refusal_reason(error: &Error) -> String {
+    if let Error::InvalidCertificate(CertificateError::Other(OtherError(inner))) = error {
+        if let Some(webpki::Error::UnsupportedCertVersion) = inner.downcast_ref::<webpki::Error>() {
+            return "an X.509 v1 certificate: client certificates must be X.509 v3 (issue it \
+                    with extensions: basicConstraints, keyUsage, extendedKeyUsage=clientAuth, \
+                    subjectAltName; see the server README)"
+                .into();
+        }
+    }
+    error.to_string()
+}
+
+/// Lets one log line through a second; counts the others.
+#[derive(Debug, Default)]
+struct EverySecond {
+    last_second: AtomicU64,
+    suppressed: AtomicU64,
+}
+
+impl EverySecond {
+    /// `Some(lines suppressed since the last one)` if a line may be logged now.
+    fn admit(&self) -> Option<u64> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let last = self.last_second.load(Ordering::Relaxed);
+        if last == now
+            || self
+                .last_second
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(self.suppressed.swap(0, Ordering::Relaxed))
+    }
 }
 
 fn read_file(path: &Path, flag: &str) -> Result<Vec<u8>, String> {
@@ -359,5 +427,94 @@ mod tests {
         std::fs::write(&key, ca.key_pair.serialize_pem()).unwrap();
         tls.reload().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An X.509 v1 certificate (no version field, no extensions: what `openssl x509 -req`
+    /// makes without an extensions file) for `cn`. Its signature is not a real one: the
+    /// verifier refuses the certificate while parsing it, before any signature is checked.
+    fn v1_certificate(cn: &str) -> CertificateDer<'static> {
+        use yasna::models::ObjectIdentifier;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ecdsa_sha256 = ObjectIdentifier::from_slice(&[1, 2, 840, 10045, 4, 3, 2]);
+        let name = |w: yasna::DERWriter, cn: &str| {
+            w.write_sequence(|w| {
+                w.next().write_set(|w| {
+                    w.next().write_sequence(|w| {
+                        w.next()
+                            .write_oid(&ObjectIdentifier::from_slice(&[2, 5, 4, 3]));
+                        w.next().write_utf8_string(cn);
+                    })
+                })
+            })
+        };
+        let der = yasna::construct_der(|w| {
+            w.write_sequence(|w| {
+                w.next().write_sequence(|w| {
+                    w.next().write_u64(1);
+                    w.next()
+                        .write_sequence(|w| w.next().write_oid(&ecdsa_sha256));
+                    name(w.next(), "client CA");
+                    w.next().write_sequence(|w| {
+                        w.next().write_der(b"\x17\x0d260101000000Z");
+                        w.next().write_der(b"\x17\x0d360101000000Z");
+                    });
+                    name(w.next(), cn);
+                    w.next().write_der(&key.public_key_der());
+                });
+                w.next()
+                    .write_sequence(|w| w.next().write_oid(&ecdsa_sha256));
+                w.next().write_bitvec_bytes(&[0u8; 64], 512);
+            })
+        });
+        CertificateDer::from(der)
+    }
+
+    /// What `tracing` writes on this thread while the guard lives.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_refused_v1_client_certificate_is_logged_with_its_reason_and_subject() {
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+
+        let ca = rcgen::generate_simple_self_signed(vec!["client-ca.example".into()]).unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(ca.cert.der().clone()).unwrap();
+        let verifier = NamedClients {
+            inner: WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                Arc::new(default_provider()),
+            )
+            .build()
+            .unwrap(),
+            names: None,
+            refusal_log: EverySecond::default(),
+        };
+        let refused = verifier.verify_client_cert(&v1_certificate("gw-v1"), &[], UnixTime::now());
+        assert!(refused.is_err());
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains("client certificate refused at the TLS handshake")
+                && text.contains("an X.509 v1 certificate: client certificates must be X.509 v3")
+                && text.contains("gw-v1"),
+            "{text}"
+        );
     }
 }

@@ -6,12 +6,15 @@
 //! This is the loop it would be, over hyper and hyper-util's `auto` connection (which serves
 //! both protocols), plus:
 //!
-//! - **A cap on open connections** (`--max-connections`): a connection slot is taken before
-//!   `accept`, so past the cap new clients wait in the kernel's backlog instead of costing a
-//!   task, buffers and a TLS handshake.
-//! - **TLS** (`crate::tls`): the handshake must finish within `--header-read-timeout`; ALPN
-//!   picks HTTP/2 or HTTP/1.1. In plain text, HTTP/2 with prior knowledge is recognised by its
-//!   preface.
+//! - **A connection budget** ([`budget`]): a cap on open connections (`--max-connections`),
+//!   a smaller one on connections that have not authenticated yet
+//!   (`--max-unauthenticated-connections`), both taken before `accept` so that past them new
+//!   clients wait in the kernel's backlog instead of costing a task, buffers and a TLS
+//!   handshake, and a cap per client address (`--max-connections-per-ip`).
+//! - **TLS** (`crate::tls`): the handshake must finish within `--tls-handshake-timeout` (at most
+//!   `--header-read-timeout`); ALPN picks HTTP/2 or HTTP/1.1. A client certificate's subject
+//!   and caller are logged at the handshake. In plain text, HTTP/2 with prior knowledge is
+//!   recognised by its preface.
 //! - **A deadline for every request head** (`--header-read-timeout`): a connection that does
 //!   not deliver a complete request head within that time of opening, or of its previous
 //!   response, is closed. HTTP/1.1: hyper's own header read timer. Before the protocol is known
@@ -21,6 +24,13 @@
 //!   that has not fully arrived in that time of its head fails with [`BodyTimeout`]; the
 //!   service answers 408. Bodies are read before admission, so a slow client never holds a
 //!   queue place.
+//! - **Early answers over HTTP/2** ([`drain`]): a request answered before its body was read
+//!   (401, 413, 503) has the rest of its body read and discarded, within limits, so that its
+//!   stream ends cleanly instead of with a reset some clients report as an error.
+//! - **A maximum connection age** (`--max-connection-age`): a connection older than it is
+//!   asked to close gracefully (HTTP/1.1: `Connection: close` on the response in progress, or
+//!   closed when idle; HTTP/2: GOAWAY, the streams in progress finish), so that a client whose
+//!   certificate or token was revoked must reconnect, and be checked again, within that time.
 //! - **Header size** (`--max-header-bytes`) and **HTTP/2 streams per connection**
 //!   (`--http2-max-streams`).
 //! - **Graceful drain:** on stop the listener closes, every connection is asked to shut down
@@ -44,13 +54,20 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::watch;
 use tokio::time::Sleep;
 use tower::ServiceExt;
 
 use crate::caller::{Caller, CertificateCaller};
 use crate::metrics::Metrics;
 use crate::tls::Tls;
+
+mod budget;
+mod drain;
+
+pub use budget::ConnectionSlot;
+use budget::{Budget, BudgetLimits};
+use drain::DrainOnDrop;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -65,6 +82,17 @@ pub struct Limits {
     pub max_connections: usize,
     pub max_header_bytes: usize,
     pub http2_max_streams: u32,
+    /// Connections that no request has authenticated yet, at most (see [`budget`]).
+    pub max_unauthenticated: usize,
+    /// Connections from one client address, at most.
+    pub max_connections_per_ip: usize,
+    /// The TLS handshake's deadline (the header deadline, if that is shorter).
+    pub tls_handshake_timeout: Duration,
+    /// A connection older than this is closed gracefully after its requests in progress.
+    pub max_connection_age: Duration,
+    /// After an early answer over HTTP/2, at most this many more body bytes are read and
+    /// discarded (the service's `--body-limit`).
+    pub early_answer_drain_bytes: usize,
 }
 
 impl Default for Limits {
@@ -76,6 +104,11 @@ impl Default for Limits {
             max_connections: 1024,
             max_header_bytes: 16 * 1024,
             http2_max_streams: 16,
+            max_unauthenticated: 512,
+            max_connections_per_ip: 128,
+            tls_handshake_timeout: Duration::from_secs(5),
+            max_connection_age: Duration::from_secs(600),
+            early_answer_drain_bytes: 64 * 1024,
         }
     }
 }
@@ -105,7 +138,14 @@ pub async fn serve_connections(
     stop: impl Future<Output = ()>,
 ) {
     let Transport { tls, limits } = transport;
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let budget = Budget::new(
+        BudgetLimits {
+            max_connections: limits.max_connections,
+            max_unauthenticated: limits.max_unauthenticated,
+            max_per_ip: limits.max_connections_per_ip,
+        },
+        metrics.clone(),
+    );
     let shared = Arc::new(Shared {
         app,
         tls,
@@ -116,12 +156,9 @@ pub async fn serve_connections(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut stop = pin!(stop);
     loop {
-        let slot = tokio::select! {
+        let reserved = tokio::select! {
             _ = &mut stop => break,
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break, // never closed
-            },
+            reserved = budget.reserve() => reserved,
         };
         let (tcp, peer) = tokio::select! {
             _ = &mut stop => break,
@@ -132,6 +169,13 @@ pub async fn serve_connections(
                     continue;
                 }
             },
+        };
+        let slot = match budget.admit(reserved, peer.ip()) {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                tracing::debug!(peer = %peer, reason = ?refusal, "connection refused");
+                continue;
+            }
         };
         let _ = tcp.set_nodelay(true);
         tokio::spawn(connection(tcp, peer, shared.clone(), stop_rx.clone(), slot));
@@ -187,7 +231,7 @@ async fn connection(
     peer: SocketAddr,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
-    _slot: OwnedSemaphorePermit,
+    slot: Arc<ConnectionSlot>,
 ) {
     let _open = OpenConnection::new(shared.metrics.clone());
     let counters = &shared.metrics.connections;
@@ -197,13 +241,15 @@ async fn connection(
             Protocol::Detect,
             peer,
             None,
+            slot,
             &shared,
             stop,
         )
         .await;
     };
+    let limits = &shared.limits;
     let handshake = tokio::time::timeout(
-        shared.limits.header_read_timeout,
+        limits.tls_handshake_timeout.min(limits.header_read_timeout),
         tls.acceptor().accept(tcp),
     );
     let stream = tokio::select! {
@@ -228,8 +274,23 @@ async fn connection(
         Some(b"h2") => Protocol::Http2,
         _ => Protocol::Http1,
     };
-    let caller = tls.caller_of(session.peer_certificates());
-    serve_http(TokioIo::new(stream), protocol, peer, caller, &shared, stop).await
+    let certificate = session.peer_certificates();
+    let caller = tls.caller_of(certificate);
+    if tls.requires_client_cert() && certificate.is_some() {
+        // The handshake verified the client's certificate: it has authenticated.
+        slot.authenticated();
+        tls.log_client(peer, certificate, caller.as_ref());
+    }
+    serve_http(
+        TokioIo::new(stream),
+        protocol,
+        peer,
+        caller,
+        slot,
+        &shared,
+        stop,
+    )
+    .await
 }
 
 fn builder(limits: &Limits, protocol: Protocol) -> auto::Builder<TokioExecutor> {
@@ -257,6 +318,7 @@ async fn serve_http<I>(
     protocol: Protocol,
     peer: SocketAddr,
     caller: Option<Caller>,
+    slot: Arc<ConnectionSlot>,
     shared: &Shared,
     mut stop: watch::Receiver<bool>,
 ) where
@@ -268,9 +330,15 @@ async fn serve_http<I>(
     let busy_tx = Arc::new(busy_tx);
     let service = {
         let (app, body_timeout) = (shared.app.clone(), limits.body_read_timeout);
+        let drain_bytes = limits.early_answer_drain_bytes;
         service_fn(move |req: hyper::Request<Incoming>| {
             let in_progress = InProgress::new(busy_tx.clone());
-            let mut req = req.map(|body| Body::new(DeadlineBody::new(body, body_timeout)));
+            let http2 = req.version() == hyper::Version::HTTP_2;
+            let mut req = req.map(|body| {
+                let body = DrainOnDrop::new(body, http2.then_some(drain_bytes), body_timeout);
+                Body::new(DeadlineBody::new(body, body_timeout))
+            });
+            req.extensions_mut().insert(slot.clone());
             if let Some(caller) = &caller {
                 req.extensions_mut()
                     .insert(CertificateCaller(caller.clone()));
@@ -286,17 +354,23 @@ async fn serve_http<I>(
     let builder = builder(limits, protocol);
     let mut conn = pin!(builder.serve_connection(io, service));
 
-    let stopping = tokio::select! {
+    let why = tokio::select! {
         result = conn.as_mut() => {
             report(result, peer, counters);
             return;
         }
-        _ = idle(busy_rx, limits.header_read_timeout) => false,
-        _ = stop.wait_for(|stopping| *stopping) => true,
+        _ = idle(busy_rx, limits.header_read_timeout) => Close::Idle,
+        _ = tokio::time::sleep(limits.max_connection_age) => Close::Aged,
+        _ = stop.wait_for(|stopping| *stopping) => Close::Stopping,
     };
     conn.as_mut().graceful_shutdown();
-    if stopping {
-        // Draining: every request in progress is answered; the caller bounds the drain.
+    if why == Close::Aged {
+        counters.aged_out.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(peer = %peer, "connection reached --max-connection-age; closing it gracefully");
+    }
+    if why != Close::Idle {
+        // Every request in progress is answered (HTTP/1.1: with `Connection: close`); on a
+        // stop, the caller bounds the drain.
         let result = conn.await;
         report(result, peer, counters);
     } else {
@@ -304,6 +378,17 @@ async fn serve_http<I>(
         tracing::debug!(peer = %peer, "connection idle or too slow to send a request; closed");
         let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
     }
+}
+
+/// Why a connection is asked to close.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Close {
+    /// No request for `--header-read-timeout`.
+    Idle,
+    /// Older than `--max-connection-age`.
+    Aged,
+    /// The service is stopping.
+    Stopping,
 }
 
 fn report(

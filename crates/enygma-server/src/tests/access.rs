@@ -19,6 +19,10 @@ use clap::Parser;
 mod tls_client;
 use tls_client::{client_config, temp_dir, Ca, H1, H2};
 
+/// Connection hardening: per-address cap, unauthenticated budget, handshake deadline, early
+/// answers over HTTP/2, connection age.
+mod hardening;
+
 const H1_ONLY: &[&[u8]] = &[b"http/1.1"];
 const H2_ONLY: &[&[u8]] = &[b"h2"];
 
