@@ -2,7 +2,8 @@
 # Offline checks of deploy/kubernetes/ (run by scripts/test.sh, hence CI):
 # 1. every overlay renders with `kubectl kustomize` and validates strictly against the
 #    Kubernetes schemas, its ScaledObjects against KEDA's CRD schema, plus the service's own
-#    rules (validate/validate.py); a self-test shows the validator rejects known breaks;
+#    rules (validate/validate.py); a self-test shows the validator rejects known breaks, and
+#    the renders of validate/refused/ (an overlay serving the API without TLS) must be refused;
 # 2. the alert rules pass `promtool check rules` and their unit tests (`promtool test rules`);
 # 3. every query of the Grafana dashboard parses as PromQL (promtool, as recording rules).
 # Installs kubernetes-validate (PyPI), @kubernetes-models/keda (npm, from the lockfile) and
@@ -20,7 +21,8 @@ need_venv
 status=0
 overlays=(overlays/*/ keys-loader/)
 "$VENV/bin/python" validate/validate.py --kubernetes-version "$KUBERNETES_VERSION" \
-  --rules monitoring/alerts.rules.yml --self-test overlays/keda "${overlays[@]%/}" || status=1
+  --rules monitoring/alerts.rules.yml --self-test overlays/keda \
+  --expect-refused validate/refused/*/ -- "${overlays[@]%/}" || status=1
 
 echo "== promtool"
 promtool check rules monitoring/alerts.rules.yml || status=1

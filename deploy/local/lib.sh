@@ -1,6 +1,7 @@
 # Local multi-replica setup, sourced by deploy/local/up.sh, deploy/local/acceptance.sh and
 # benches/multi_replica.sh: N enygma-server replicas on loopback ports behind HAProxy
-# (haproxy.cfg.in), and a Prometheus (prometheus.yml.in) scraping them with the alert rules of
+# (haproxy.cfg.in), and a Prometheus (prometheus.yml.in) scraping their admin listeners
+# (--admin-bind: probes and /metrics, one port per replica) with the alert rules of
 # deploy/kubernetes/monitoring loaded. Everything listens on 127.0.0.1 on ports picked free at
 # start; every process started here is stopped by local_stop (call it from an EXIT trap).
 #
@@ -37,6 +38,9 @@ RULES_FILE="$REPO_DIR/deploy/kubernetes/monitoring/alerts.rules.yml"
 
 REPLICA_PIDS=()
 REPLICA_PORTS=()
+# Each replica's admin listener (empty when the server has no --admin-bind: /metrics on the API
+# port then).
+ADMIN_PORTS=()
 BALANCER_PID=
 PROMETHEUS_PID=
 
@@ -60,11 +64,16 @@ local_setup() {
   WORK="${WORK:-$(mktemp -d /tmp/enygma-local.XXXXXX)}"
   mkdir -p "$WORK"
   local ports
-  mapfile -t ports < <(local_free_ports $((REPLICAS + 3)))
+  mapfile -t ports < <(local_free_ports $((2 * REPLICAS + 3)))
   REPLICA_PORTS=("${ports[@]:0:REPLICAS}")
   BALANCER_PORT=${ports[REPLICAS]}
   STATS_PORT=${ports[REPLICAS + 1]}
   PROMETHEUS_PORT=${ports[REPLICAS + 2]}
+  if "$SERVER_BIN" --help | grep -q -- '--admin-bind'; then
+    ADMIN_PORTS=("${ports[@]:REPLICAS + 3:REPLICAS}")
+  else
+    ADMIN_PORTS=("${REPLICA_PORTS[@]}")
+  fi
   BALANCER_URL="http://127.0.0.1:$BALANCER_PORT"
   PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT"
   CIRCUITS_ARGS=()
@@ -78,9 +87,11 @@ local_setup() {
   log "work dir $WORK"
 }
 
-# The command line of the replica listening on port $1, into REPLICA_ARGS.
+# The command line of replica $1 (0-based), into REPLICA_ARGS.
 replica_args() {
-  REPLICA_ARGS=("$SERVER_BIN" --bind 127.0.0.1 --port "$1" --keys-dir "$KEYS_DIR"
+  local admin=()
+  [ "${ADMIN_PORTS[$1]}" = "${REPLICA_PORTS[$1]}" ] || admin=(--admin-bind "127.0.0.1:${ADMIN_PORTS[$1]}")
+  REPLICA_ARGS=("$SERVER_BIN" --bind 127.0.0.1 --port "${REPLICA_PORTS[$1]}" "${admin[@]}" --keys-dir "$KEYS_DIR"
     --max-inflight "$MAX_INFLIGHT" --prove-threads "$PROVE_THREADS"
     --queue-depth "$QUEUE_DEPTH" --queue-timeout "$QUEUE_TIMEOUT"
     --drain-timeout "$DRAIN_TIMEOUT" "${CIRCUITS_ARGS[@]}")
@@ -89,7 +100,7 @@ replica_args() {
 local_start_replicas() {
   local i
   for ((i = 0; i < REPLICAS; i++)); do
-    replica_args "${REPLICA_PORTS[i]}"
+    replica_args "$i"
     "${REPLICA_ARGS[@]}" >"$WORK/replica-$((i + 1)).log" 2>&1 &
     REPLICA_PIDS[i]=$!
     log "replica r$((i + 1)): pid ${REPLICA_PIDS[i]}: ${REPLICA_ARGS[*]}"
@@ -150,7 +161,7 @@ local_wait_balancer() {
 local_start_prometheus() {
   local i targets=""
   for ((i = 0; i < REPLICAS; i++)); do
-    targets+="      - targets: [\"127.0.0.1:${REPLICA_PORTS[i]}\"]"$'\n'
+    targets+="      - targets: [\"127.0.0.1:${ADMIN_PORTS[i]}\"]"$'\n'
     targets+="        labels: {namespace: enygma, component: prover, pod: enygma-server-r$((i + 1))}"$'\n'
   done
   sed -e "s|@RULES_FILE@|$RULES_FILE|" "$LOCAL_DIR/prometheus.yml.in" |

@@ -57,11 +57,15 @@ const RUN_LIMIT: Duration = Duration::from_secs(600);
 
 fn start_server(dir: &std::path::Path, port: u16, extra: &[&str]) -> Proc {
     let mut cmd = Command::new(server_bin());
+    // The admin listener on a free port of its own: its fixed default would collide between
+    // servers started side by side.
     cmd.args([
         "--bind",
         "127.0.0.1",
         "--port",
         &port.to_string(),
+        "--admin-bind",
+        "127.0.0.1:0",
         "--keys-dir",
     ])
     .arg(keys_dir())
@@ -179,7 +183,7 @@ fn open_loop_with_spawned_server() {
     let url = format!("http://127.0.0.1:{port}");
     let out = dir.join("out");
     let spawn = format!(
-        "{} --bind 127.0.0.1 --port {port} --keys-dir {}",
+        "{} --bind 127.0.0.1 --port {port} --admin-bind 127.0.0.1:0 --keys-dir {}",
         server_bin().display(),
         keys_dir().display()
     );
@@ -236,6 +240,8 @@ fn ab_runs_unlimited_capped_and_sweep() {
     let ready = format!("{}s", ready_timeout().as_secs());
     let o = run_bounded(
         Command::new(loadgen_bin())
+            // The servers it starts: each admin listener on a free port of its own.
+            .env("ENYGMA_ADMIN_BIND", "127.0.0.1:0")
             .args([
                 "ab",
                 "--quiet",

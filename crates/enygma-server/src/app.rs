@@ -182,6 +182,21 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .with_state(state)
 }
 
+/// The admin listener's routes ([`crate::server::serve_with_admin`]): `/livez`, `/readyz` and
+/// `/metrics`, with the same answers as on the API listener, and nothing else (every other path
+/// 404s, the prove and verify routes included). No token check: the admin listener is for the
+/// kubelet and Prometheus and is reached only from loopback or through a NetworkPolicy. Its
+/// requests are logged and counted like the API's.
+pub fn admin_router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
+    Router::new()
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz::<B>))
+        .route("/metrics", get(metrics::<B>))
+        .fallback(not_found)
+        .layer(from_fn_with_state(state.clone(), observe::<B>))
+        .with_state(state)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 

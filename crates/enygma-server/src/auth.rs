@@ -3,9 +3,11 @@
 //! With `--auth-token-file`, every route except the probes (`/healthcheck`, `/livez`,
 //! `/readyz`) and `/metrics` needs `Authorization: Bearer <token>` with a token of that file;
 //! unknown paths too, so that an unauthenticated client learns nothing about the routes.
-//! `/metrics` is open unless `--metrics-token-file` gives it tokens of its own. A missing or
-//! wrong token gets 401 with `WWW-Authenticate` (RFC 6750) and is counted in
-//! `enygma_auth_rejected_total`.
+//! `/metrics` needs a token of `--metrics-token-file` when one is given; without it, `/metrics`
+//! is open only while no token is configured at all: with `--auth-token-file` alone it is
+//! refused on this listener (its series tell who proved what and when, which is not the
+//! callers' business), and read on the admin listener instead. A missing or wrong token gets
+//! 401 with `WWW-Authenticate` (RFC 6750) and is counted in `enygma_auth_rejected_total`.
 //!
 //! Tokens are kept only as SHA-256 digests. A presented token is hashed and compared with
 //! every digest in constant time (`subtle`), so neither the comparison's time nor an early exit
@@ -217,15 +219,30 @@ impl Auth {
     }
 
     /// The tokens a path needs, and the scope they are counted under; `None` when open.
-    fn required(&self, path: &str) -> Option<(AuthScope, &TokenFile)> {
+    fn required(&self, path: &str) -> Option<(AuthScope, Accepted<'_>)> {
         if path == "/metrics" {
-            self.metrics.as_ref().map(|t| (AuthScope::Metrics, t))
+            match (&self.metrics, &self.api) {
+                (Some(tokens), _) => Some((AuthScope::Metrics, Accepted::Tokens(tokens))),
+                (None, Some(_)) => Some((AuthScope::Metrics, Accepted::Nobody)),
+                (None, None) => None,
+            }
         } else if is_probe(path) {
             None
         } else {
-            self.api.as_ref().map(|t| (AuthScope::Api, t))
+            self.api
+                .as_ref()
+                .map(|t| (AuthScope::Api, Accepted::Tokens(t)))
         }
     }
+}
+
+/// Who may pass a guarded route.
+#[derive(Clone, Copy)]
+enum Accepted<'a> {
+    /// The callers of these tokens.
+    Tokens(&'a TokenFile),
+    /// Nobody on this listener: `/metrics` with API tokens but no metrics tokens.
+    Nobody,
 }
 
 /// The token of an `Authorization: Bearer <token>` header. `Err` for a header that is there but
@@ -257,15 +274,16 @@ pub async fn check(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let verdict = match auth.required(req.uri().path()) {
+    let required = auth.required(req.uri().path());
+    let verdict = match required {
         None => Ok(None),
-        Some((scope, tokens)) => match bearer(req.headers()) {
-            None => Err((scope, AuthFailure::Missing)),
-            Some(Ok(token)) => tokens
+        Some((scope, accepted)) => match (bearer(req.headers()), accepted) {
+            (None, _) => Err((scope, AuthFailure::Missing)),
+            (Some(Ok(token)), Accepted::Tokens(tokens)) => tokens
                 .identify(token)
                 .map(Some)
                 .ok_or((scope, AuthFailure::Invalid)),
-            Some(Err(())) => Err((scope, AuthFailure::Invalid)),
+            (Some(_), _) => Err((scope, AuthFailure::Invalid)),
         },
     };
     req.headers_mut().remove(AUTHORIZATION);
@@ -295,7 +313,12 @@ pub async fn check(
         }
         Err((scope, why)) => {
             metrics.auth_rejected(scope, why);
-            let mut resp = unauthorized(why);
+            let nobody = matches!(required, Some((_, Accepted::Nobody)));
+            let mut resp = if nobody {
+                metrics_closed()
+            } else {
+                unauthorized(why)
+            };
             // A client that presents no or a wrong token gets no second try on this
             // connection: it cannot hold the connection open by retrying. (HTTP/2 has no such
             // header; its streams are bounded per connection.)
@@ -306,6 +329,20 @@ pub async fn check(
             resp
         }
     }
+}
+
+/// `/metrics` on the API listener with API tokens but no metrics tokens: no token opens it.
+fn metrics_closed() -> Response {
+    let mut resp = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "/metrics needs a metrics token on this listener (--metrics-token-file); \
+         it is served on the admin listener",
+    )
+    .into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("Bearer realm=\"{REALM}\"")) {
+        resp.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    resp
 }
 
 fn unauthorized(why: AuthFailure) -> Response {
@@ -524,9 +561,14 @@ bank-b {A}
             api: Some(TokenFile::load(&api, "--auth-token-file").unwrap()),
             metrics: None,
         };
-        for open in ["/healthcheck", "/livez", "/readyz", "/metrics"] {
+        for open in ["/healthcheck", "/livez", "/readyz"] {
             assert!(auth.required(open).is_none(), "{open}");
         }
+        // API tokens without metrics tokens: no token opens /metrics here.
+        assert!(matches!(
+            auth.required("/metrics"),
+            Some((AuthScope::Metrics, Accepted::Nobody))
+        ));
         for closed in [
             "/generateProofTransfer-6",
             "/verifyProofDeposit-2",
@@ -543,11 +585,14 @@ bank-b {A}
             api: None,
             metrics: Some(TokenFile::load(&api, "--metrics-token-file").unwrap()),
         };
-        assert_eq!(
-            auth.required("/metrics").map(|r| r.0),
-            Some(AuthScope::Metrics)
-        );
+        assert!(matches!(
+            auth.required("/metrics"),
+            Some((AuthScope::Metrics, Accepted::Tokens(_)))
+        ));
         assert!(auth.required("/generateProofTransfer-6").is_none());
+        // No token at all: /metrics stays open, as the reference's clients expect of a
+        // server without access control.
+        assert!(Auth::default().required("/metrics").is_none());
         let _ = std::fs::remove_file(&api);
     }
 }

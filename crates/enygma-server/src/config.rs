@@ -38,6 +38,15 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_PORT", default_value_t = 3003)]
     pub port: u16,
 
+    /// Where the admin listener serves /livez, /readyz and /metrics in plain HTTP without
+    /// tokens, for the kubelet and Prometheus (ADDR:PORT; port 0 picks a free one, logged), or
+    /// `none` for no admin listener. Loopback by default: open it beyond (0.0.0.0:9464 in a
+    /// pod) only behind a NetworkPolicy or firewall. One port per process: several servers on
+    /// one host each need their own, or `none`.
+    #[arg(long, env = "ENYGMA_ADMIN_BIND", value_name = "ADDR:PORT|none",
+          default_value = DEFAULT_ADMIN_BIND, value_parser = parse_admin_bind)]
+    pub admin_bind: AdminBind,
+
     /// Directory of the proving and verifying keys ({stem}.pk, {stem}.vk). Missing keys are
     /// created there at startup (development keys, logged as such) unless --require-keys.
     #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
@@ -169,6 +178,26 @@ pub struct Args {
 
     #[command(flatten)]
     pub access: AccessArgs,
+}
+
+/// `--admin-bind`'s default: loopback, so that nothing but the host (the kubelet's exec, a
+/// sidecar, an operator) reaches it unless the deployment says so, on 9464, a port of the
+/// range Prometheus exporters use (9100-9999) and far from the API's 3003, so that replicas
+/// on consecutive API ports never collide with it.
+pub const DEFAULT_ADMIN_BIND: &str = "127.0.0.1:9464";
+
+/// `--admin-bind`: the admin listener's address, `None` for none.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AdminBind(pub Option<std::net::SocketAddr>);
+
+fn parse_admin_bind(s: &str) -> Result<AdminBind, String> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(AdminBind(None));
+    }
+    s.parse()
+        .map(|addr| AdminBind(Some(addr)))
+        .map_err(|_| format!("expected ADDR:PORT (e.g. {DEFAULT_ADMIN_BIND}, [::1]:9464) or none"))
 }
 
 /// The admission settings with every default resolved.
@@ -555,8 +584,10 @@ impl AccessArgs {
         })
     }
 
-    /// What an operator should hear at start: listening beyond loopback without TLS, or without
-    /// tokens. The default stays open for drop-in compatibility, so these are warnings.
+    /// What an operator must hear at start (once, at WARN, one line per missing protection):
+    /// the API served beyond loopback without TLS, or without bearer tokens or client
+    /// certificates, and what anyone on the network can then do. The default stays open for
+    /// drop-in compatibility with the reference, so these are warnings, not refusals.
     pub fn exposure_warnings(&self, bind: IpAddr) -> Vec<&'static str> {
         let mut warnings = Vec::new();
         if bind.is_loopback() {
@@ -564,16 +595,18 @@ impl AccessArgs {
         }
         if self.tls_cert.is_none() {
             warnings.push(
-                "listening on a non-loopback address without TLS: secret keys, balances and \
-                 blinding values in proving requests cross the network in plain text \
-                 (set --tls-cert and --tls-key)",
+                "INSECURE: the API is served on a non-loopback address without TLS: anyone on \
+                 the network path can read the secret keys, balances and blinding values of \
+                 every proving request, and read or alter the answers (set --tls-cert and \
+                 --tls-key)",
             );
         }
         if self.auth_token_file.is_none() && self.tls_client_ca.is_none() {
             warnings.push(
-                "listening on a non-loopback address without bearer tokens or client \
-                 certificates: anyone who can reach the port can make the service prove or fill \
-                 its queue (set --auth-token-file or --tls-client-ca)",
+                "INSECURE: the API is served on a non-loopback address without bearer tokens \
+                 or client certificates: anyone who can reach the port can make the service \
+                 prove, fill its queue so that the real callers get 503, and read /metrics \
+                 (set --auth-token-file or --tls-client-ca)",
             );
         }
         warnings
@@ -612,6 +645,10 @@ mod tests {
         let args = Args::try_parse_from(["enygma-server"]).unwrap();
         assert_eq!(args.bind.to_string(), "0.0.0.0");
         assert_eq!(args.port, 3003);
+        assert_eq!(
+            args.admin_bind,
+            AdminBind(Some("127.0.0.1:9464".parse().unwrap()))
+        );
         assert_eq!(args.keys_dir, PathBuf::from("keys"));
         assert_eq!(args.body_limit, 65536);
         let adm = args.admission();
@@ -712,6 +749,27 @@ mod tests {
     }
 
     #[test]
+    fn admin_bind_is_an_address_or_none() {
+        let parse = |v: &str| Args::try_parse_from(["enygma-server", "--admin-bind", v]);
+        assert_eq!(
+            parse("0.0.0.0:9464").unwrap().admin_bind,
+            AdminBind(Some("0.0.0.0:9464".parse().unwrap()))
+        );
+        assert_eq!(
+            parse("[::1]:0").unwrap().admin_bind,
+            AdminBind(Some("[::1]:0".parse().unwrap()))
+        );
+        assert_eq!(parse("none").unwrap().admin_bind, AdminBind(None));
+        for bad in ["9464", "localhost:9464", "127.0.0.1", ""] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("--admin-bind") && err.contains("ADDR:PORT"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
     fn exposure_warnings_name_what_is_missing() {
         let open = Args::try_parse_from(["enygma-server"]).unwrap().access;
         let any: IpAddr = "0.0.0.0".parse().unwrap();
@@ -720,6 +778,12 @@ mod tests {
         let w = open.exposure_warnings(any);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("without TLS") && w[1].contains("without bearer tokens"));
+        // Each says what an attacker gets, and the flags that close it.
+        assert!(w[0].contains("anyone on the network path can read the secret keys"));
+        assert!(w[0].contains("--tls-cert"));
+        assert!(w[1].contains("anyone who can reach the port can make the service prove"));
+        assert!(w[1].contains("--auth-token-file"));
+        assert!(w.iter().all(|w| w.starts_with("INSECURE: ")));
         assert!(open.exposure_warnings(lo).is_empty());
         assert!(open.exposure_warnings(lo6).is_empty());
         let hardened = Args::try_parse_from([

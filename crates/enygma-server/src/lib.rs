@@ -16,7 +16,9 @@
 //!   proofs.
 //! - `GET /healthcheck` (the reference's body), `/livez`, `/readyz` (503 until the keys of every
 //!   hosted statement instance are loaded, and again while draining), `/metrics` (Prometheus
-//!   text). Never limited.
+//!   text). Never limited. The admin listener (`--admin-bind`, [`admin_router`]) serves
+//!   `/livez`, `/readyz` and `/metrics` alone, in plain HTTP without tokens; with API tokens
+//!   and no metrics tokens, `/metrics` on the API port is refused.
 //! - `GET /openapi.json`: the OpenAPI 3.1 description of every route, status and body,
 //!   generated from the registry ([`openapi`]); in the API token scope.
 //!
@@ -110,6 +112,6 @@ pub mod transport;
 #[cfg(test)]
 mod tests;
 
-pub use app::{router, AppState};
+pub use app::{admin_router, router, AppState};
 pub use backend::{BackendError, Instance, ProofBackend, ProofOutput};
-pub use server::{reload_on_sighup, serve, shutdown_signal, Exit};
+pub use server::{reload_on_sighup, serve, serve_with_admin, shutdown_signal, Exit};

@@ -8,11 +8,11 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use enygma_server::auth::{Auth, TokenFile};
-use enygma_server::config::{AccessArgs, Args, LogFormat};
+use enygma_server::config::{AccessArgs, AdminBind, Args, LogFormat};
 use enygma_server::prover::{missing_proving_keys, non_ceremony_keys, RealBackend};
 use enygma_server::tls::Tls;
 use enygma_server::transport::Transport;
-use enygma_server::{reload_on_sighup, serve, shutdown_signal, AppState, Exit};
+use enygma_server::{reload_on_sighup, serve_with_admin, shutdown_signal, AppState, Exit};
 
 fn main() -> ExitCode {
     let malloc = enygma_server::malloc::tune();
@@ -145,7 +145,7 @@ async fn run(args: Args) -> Exit {
         tracing::info!("admission: one FIFO queue for every caller");
     }
     for warning in access.exposure_warnings(args.bind) {
-        tracing::warn!(bind = %args.bind, "{warning}");
+        tracing::warn!(bind = %args.bind, port = args.port, "{warning}");
     }
     let state = match AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone()) {
         Ok(state) => Arc::new(state.with_auth(auth.clone())),
@@ -172,9 +172,14 @@ async fn run(args: Args) -> Exit {
         Ok(addr) => tracing::info!(addr = %addr, "listening"),
         Err(e) => tracing::warn!(error = %e, "listening (address unknown)"),
     }
+    let admin = match bind_admin(args.admin_bind).await {
+        Ok(admin) => admin,
+        Err(()) => return Exit::Startup,
+    };
     let (keys_dir, missing_keys) = (args.keys_dir.clone(), args.missing_keys());
-    serve(
+    serve_with_admin(
         listener,
+        admin,
         state,
         move || {
             let backend = RealBackend::load(&keys_dir, &hosted, missing_keys, &precomputed)?;
@@ -188,6 +193,31 @@ async fn run(args: Args) -> Exit {
         Transport { tls, limits },
     )
     .await
+}
+
+/// The admin listener (`--admin-bind`), bound; a bind failure stops the start (logged).
+async fn bind_admin(bind: AdminBind) -> Result<Option<tokio::net::TcpListener>, ()> {
+    let Some(addr) = bind.0 else {
+        tracing::info!(
+            "no admin listener (--admin-bind none): probes and /metrics on the API port only"
+        );
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        tracing::error!(
+            error = %e,
+            admin_bind = %addr,
+            "cannot listen on the admin address: give each server on a host its own \
+             --admin-bind, or --admin-bind none"
+        )
+    })?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    tracing::info!(
+        addr = %bound,
+        routes = "/livez /readyz /metrics",
+        "admin listening (plain HTTP, no tokens)"
+    );
+    Ok(Some(listener))
 }
 
 fn load_tls(access: &AccessArgs) -> Result<Option<Arc<Tls>>, String> {

@@ -120,7 +120,10 @@ pub fn document() -> Value {
                     "type": "http",
                     "scheme": "bearer",
                     "description": "A token of --metrics-token-file, when the server runs with \
-                        one: required on /metrics (the API tokens do not open it).",
+                        one: required on /metrics (the API tokens do not open it). With \
+                        --auth-token-file and no --metrics-token-file, /metrics answers 401 to \
+                        every request here; the admin listener (--admin-bind) serves it \
+                        without a token.",
                 },
             },
         },
@@ -544,8 +547,8 @@ fn service_operations() -> Vec<(&'static str, Value)> {
             json!({
                 "operationId": "metrics",
                 "tags": ["service"],
-                "summary": "Prometheus metrics (text format 0.0.4); open unless \
-                    --metrics-token-file",
+                "summary": "Prometheus metrics (text format 0.0.4); open unless a token file \
+                    is configured (also on the admin listener, without a token)",
                 "security": [{ METRICS_TOKEN: [] }, {}],
                 "responses": {
                     "200": {

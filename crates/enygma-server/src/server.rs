@@ -1,4 +1,4 @@
-//! Running the service: the listener first, the keys in the background, graceful drain.
+//! Running the service: the listeners first, the keys in the background, graceful drain.
 
 use std::future::{pending, Future};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Notify};
 
-use crate::app::{router, AppState};
+use crate::app::{admin_router, router, AppState};
 use crate::auth::Auth;
 use crate::backend::ProofBackend;
 use crate::metrics::Metrics;
 use crate::tls::Tls;
-use crate::transport::{serve_connections, Transport};
+use crate::transport::{serve_connections, Limits, Transport};
 
 /// How the service ended; the process exit code.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -38,6 +38,87 @@ pub enum Exit {
 /// (HTTP/2: GOAWAY), and every in-flight and queued request is still answered. If that takes
 /// longer than `drain_timeout`, the service stops anyway with [`Exit::DrainTimeout`].
 pub async fn serve<B, L, S>(
+    listener: TcpListener,
+    state: Arc<AppState<B>>,
+    load: L,
+    shutdown: S,
+    drain_timeout: Duration,
+    transport: Transport,
+) -> Exit
+where
+    B: ProofBackend,
+    L: FnOnce() -> Result<B, String> + Send + 'static,
+    S: Future<Output = ()> + Send + 'static,
+{
+    serve_with_admin(
+        listener,
+        None,
+        state,
+        load,
+        shutdown,
+        drain_timeout,
+        transport,
+    )
+    .await
+}
+
+/// [`serve`], plus the admin listener on `admin` when given: `/livez`, `/readyz` and
+/// `/metrics` ([`admin_router`]) in plain HTTP without tokens, for the kubelet and Prometheus.
+///
+/// The admin listener keeps answering while the API listener drains (so the orchestrator sees
+/// `/readyz` 503 `draining` and Prometheus scrapes the last proofs), and stops once the API
+/// listener has stopped. It has its own small connection cap ([`ADMIN_MAX_CONNECTIONS`]), so
+/// API clients can never take the probes' connections, nor the other way round.
+pub async fn serve_with_admin<B, L, S>(
+    listener: TcpListener,
+    admin: Option<TcpListener>,
+    state: Arc<AppState<B>>,
+    load: L,
+    shutdown: S,
+    drain_timeout: Duration,
+    transport: Transport,
+) -> Exit
+where
+    B: ProofBackend,
+    L: FnOnce() -> Result<B, String> + Send + 'static,
+    S: Future<Output = ()> + Send + 'static,
+{
+    let (admin_stop, admin_stopped) = oneshot::channel::<()>();
+    let admin_task = admin.map(|admin| {
+        let limits = Limits {
+            max_connections: ADMIN_MAX_CONNECTIONS,
+            ..transport.limits.clone()
+        };
+        tokio::spawn(serve_connections(
+            admin,
+            admin_router(state.clone()),
+            Transport { tls: None, limits },
+            state.metrics.clone(),
+            async move {
+                let _ = admin_stopped.await;
+            },
+        ))
+    });
+    let exit = serve_api(listener, state, load, shutdown, drain_timeout, transport).await;
+    let _ = admin_stop.send(());
+    if let Some(task) = admin_task {
+        // Probes and scrapes are quick; a client that holds its connection longer is dropped.
+        if tokio::time::timeout(ADMIN_STOP_GRACE, task).await.is_err() {
+            tracing::warn!("admin listener: connections still open at exit, dropped");
+        }
+    }
+    exit
+}
+
+/// Most connections open at once on the admin listener: a kubelet's probes and a few
+/// Prometheus servers need a handful.
+pub const ADMIN_MAX_CONNECTIONS: usize = 64;
+
+/// How long the admin listener's open connections get to close once the API has stopped.
+const ADMIN_STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The API listener's part of [`serve`].
+async fn serve_api<B, L, S>(
     listener: TcpListener,
     state: Arc<AppState<B>>,
     load: L,

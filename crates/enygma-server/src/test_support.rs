@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
 use crate::config::Args;
 use crate::transport::Transport;
-use crate::{serve, shutdown_signal, AppState, Exit};
+use crate::{serve, serve_with_admin, shutdown_signal, AppState, Exit};
 
 /// A prover that checks requests for real and then sleeps for its witness and prove times.
 #[derive(Clone, Copy, Debug)]
@@ -77,6 +77,8 @@ pub fn state<B: ProofBackend>(args: &Args) -> Result<Arc<AppState<B>>, String> {
 /// A server running in the background of the current tokio runtime until [`Self::stop`].
 pub struct RunningServer {
     pub addr: SocketAddr,
+    /// The admin listener's address ([`Self::start_with_admin`]).
+    pub admin: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     pub task: tokio::task::JoinHandle<Exit>,
 }
@@ -93,16 +95,52 @@ impl RunningServer {
         B: ProofBackend,
         L: FnOnce() -> Result<B, String> + Send + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("binding 127.0.0.1:0");
+        Self::start_listening(state, load, drain_timeout, transport, false).await
+    }
+
+    /// [`Self::start`], with the admin listener on another ephemeral port of 127.0.0.1.
+    pub async fn start_with_admin<B, L>(
+        state: Arc<AppState<B>>,
+        load: L,
+        drain_timeout: Duration,
+        transport: Transport,
+    ) -> RunningServer
+    where
+        B: ProofBackend,
+        L: FnOnce() -> Result<B, String> + Send + 'static,
+    {
+        Self::start_listening(state, load, drain_timeout, transport, true).await
+    }
+
+    async fn start_listening<B, L>(
+        state: Arc<AppState<B>>,
+        load: L,
+        drain_timeout: Duration,
+        transport: Transport,
+        with_admin: bool,
+    ) -> RunningServer
+    where
+        B: ProofBackend,
+        L: FnOnce() -> Result<B, String> + Send + 'static,
+    {
+        let bind = || async {
+            TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("binding 127.0.0.1:0")
+        };
+        let listener = bind().await;
         let addr = listener.local_addr().expect("local address");
+        let admin_listener = if with_admin { Some(bind().await) } else { None };
+        let admin = admin_listener
+            .as_ref()
+            .map(|l| l.local_addr().expect("local address"));
         let (stop, stopped) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(serve(
+        let task = tokio::spawn(serve_with_admin(
             listener,
+            admin_listener,
             state,
             load,
             shutdown,
@@ -111,6 +149,7 @@ impl RunningServer {
         ));
         RunningServer {
             addr,
+            admin,
             stop: Some(stop),
             task,
         }

@@ -30,6 +30,9 @@ mod access;
 /// Fair shares per caller against the FIFO.
 mod shares;
 
+/// The admin listener beside an API listener that requires mTLS and tokens.
+mod admin;
+
 const SECRET: &str = "31415926535897932384626433832795028841971";
 const T: Duration = Duration::from_secs(20);
 
@@ -283,7 +286,7 @@ async fn start_hosting(
             Ok(fake)
         }
     };
-    let server = RunningServer::start(state, load, drain_timeout, transport).await;
+    let server = RunningServer::start_with_admin(state, load, drain_timeout, transport).await;
     let server = TestServer {
         addr: server.addr,
         log,
@@ -321,8 +324,10 @@ impl TestServer {
         post(self.addr, self.prove_path(), body, T).await.unwrap()
     }
 
+    /// `/metrics` from the admin listener: open whatever tokens the API requires.
     async fn metrics(&self) -> String {
-        get(self.addr, "/metrics").await.unwrap().body
+        let admin = self.server.admin.expect("an admin listener");
+        get(admin, "/metrics").await.unwrap().body
     }
 
     /// Polls `/metrics` until `series` has `value` (a slot taken, a request queued, ...).

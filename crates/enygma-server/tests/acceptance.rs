@@ -58,6 +58,8 @@ fn secret_of(body: &[u8]) -> String {
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// The admin listener (probes and `/metrics`, plain HTTP).
+    admin: SocketAddr,
     lines: Arc<Mutex<Vec<String>>>,
 }
 
@@ -69,7 +71,8 @@ impl Server {
         server
     }
 
-    /// Starts the binary on 127.0.0.1:0 and waits until it logs its address.
+    /// Starts the binary on 127.0.0.1:0 (its admin listener too) and waits until it logs both
+    /// addresses.
     fn spawn(extra: &[&str]) -> Server {
         let keys = repo_dir().join("keys");
         let mut child = server_command()
@@ -78,6 +81,8 @@ impl Server {
                 "127.0.0.1",
                 "--port",
                 "0",
+                "--admin-bind",
+                "127.0.0.1:0",
                 "--log-format",
                 "json",
                 "--keys-dir",
@@ -100,12 +105,18 @@ impl Server {
                 for line in BufReader::new(stream).lines().map_while(Result::ok) {
                     if i == 0 {
                         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
-                            if v["message"] == "listening" {
+                            // (is it the admin listener, its address)
+                            let listener = match v["message"].as_str() {
+                                Some("listening") => Some(false),
+                                Some(m) if m.starts_with("admin listening") => Some(true),
+                                _ => None,
+                            };
+                            if let Some(admin) = listener {
                                 if let Some(a) = v["addr"]
                                     .as_str()
                                     .and_then(|a| a.parse::<SocketAddr>().ok())
                                 {
-                                    let _ = addr_tx.send(a);
+                                    let _ = addr_tx.send((admin, a));
                                 }
                             }
                         }
@@ -114,18 +125,28 @@ impl Server {
                 }
             });
         }
-        let addr = match addr_rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(a) => a,
-            Err(_) => {
-                let _ = child.kill();
-                panic!(
-                    "server did not log its address: {:?}",
-                    lines.lock().unwrap()
-                );
+        let (mut addr, mut admin) = (None, None);
+        while addr.is_none() || admin.is_none() {
+            match addr_rx.recv_timeout(Duration::from_secs(60)) {
+                Ok((true, a)) => admin = Some(a),
+                Ok((false, a)) => addr = Some(a),
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!(
+                        "server did not log its addresses: {:?}",
+                        lines.lock().unwrap()
+                    );
+                }
             }
-        };
-        assert!(addr.ip().is_loopback());
-        Server { child, addr, lines }
+        }
+        let (addr, admin) = (addr.unwrap(), admin.unwrap());
+        assert!(addr.ip().is_loopback() && admin.ip().is_loopback());
+        Server {
+            child,
+            addr,
+            admin,
+            lines,
+        }
     }
 
     async fn wait_ready(&mut self) {
@@ -175,8 +196,9 @@ impl Server {
         .unwrap()
     }
 
+    /// `/metrics`, from the admin listener.
     async fn metrics(&self) -> String {
-        get(self.addr, "/metrics").await.unwrap().body
+        get(self.admin, "/metrics").await.unwrap().body
     }
 
     async fn wait_metric(&self, series: &str, value: f64) {
@@ -1157,7 +1179,21 @@ async fn tls_tokens_and_sighup_reload_on_the_binary() {
     let mut fresh = H1::tls(addr, client_config(&[&second_ca], None, &[b"http/1.1"]))
         .await
         .unwrap();
-    let m = fresh.send("GET", "/metrics", &[], b"").await.unwrap().body;
+    assert_eq!(
+        fresh.send("GET", "/livez", &[], b"").await.unwrap().status,
+        200
+    );
+    // With API tokens and no metrics tokens, /metrics is refused on the API listener, the
+    // API's token included, and read on the admin listener (plain HTTP, no token).
+    let mut closed = H1::tls(addr, client_config(&[&second_ca], None, &[b"http/1.1"]))
+        .await
+        .unwrap();
+    let refused_metrics = closed
+        .send("GET", "/metrics", &[("authorization", &bearer)], b"")
+        .await
+        .unwrap();
+    assert_eq!(refused_metrics.status, 401, "{}", refused_metrics.body);
+    let m = server.metrics().await;
     assert_eq!(
         metric(&m, "enygma_tls_reloads_total{result=\"ok\"}"),
         Some(1.0)
@@ -1178,7 +1214,7 @@ async fn tls_tokens_and_sighup_reload_on_the_binary() {
         h2.send("GET", "/livez", &[], b"").await.unwrap().status,
         200
     );
-    drop((kept, fresh, h2));
+    drop((kept, fresh, h2, closed));
 
     let logs = server.stop();
     assert!(
@@ -1189,6 +1225,7 @@ async fn tls_tokens_and_sighup_reload_on_the_binary() {
         .into_iter()
         .filter(|l| l["status"] == 401)
         .collect();
+    // (The refused /metrics is a probe's line: DEBUG, not in this log.)
     assert_eq!(refused.len(), 2, "{refused:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }

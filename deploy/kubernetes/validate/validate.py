@@ -8,12 +8,17 @@ what it renders, offline:
 - what no schema knows but the service needs (`rules`): the autoscaler scales a Deployment
   of the same render on queries that select that Deployment's own pods; probes, drain,
   read-only keys and resources agree with the server's flags; the alert rules' queue timeout is
-  the Deployment's.
+  the Deployment's; secure by default: the API served with TLS and bearer tokens, ceremony keys
+  required, probes on the admin port and a NetworkPolicy over the pods, except in an overlay
+  named `local-dev` (DEV_OVERLAY), which may serve the API in the clear.
+
+`--expect-refused DIR...` renders each DIR and fails unless the checks refuse it (the negative
+fixtures under validate/refused/).
 
 Any other kind without a schema is an error. `--self-test` breaks rendered manifests in known
 ways and checks that each break is reported (the validator itself can fail).
 
-Usage: python validate.py --kubernetes-version 1.32.0 [--self-test] DIR...
+Usage: python validate.py --kubernetes-version 1.32.0 [--self-test DIR] [--expect-refused DIR...] DIR...
 Prints one line per checked kustomization and a closing `N passed, N failed`.
 """
 
@@ -33,6 +38,10 @@ from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
 
 HERE = Path(__file__).resolve().parent
 CRD_KINDS = {("keda.sh/v1alpha1", "ScaledObject")}
+# The one overlay allowed to serve the API without TLS and tokens.
+DEV_OVERLAY = "local-dev"
+# The admin listener's port (--admin-bind) in the pods: probes and scrape.
+ADMIN_PORT = 9464
 # The threshold line of EnygmaP99OverQueueTimeout's expression (`> 10`): the queue timeout.
 QUEUE_TIMEOUT_ALERT = re.compile(r"^\s*> (\d+(?:\.\d+)?)\s*$", re.M)
 
@@ -88,7 +97,43 @@ def env_of(container: dict) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for e in container.get("env", [])}
 
 
-def deployment_rules(d: dict) -> list[str]:
+def flag_or_env(container: dict, env: dict[str, str], flag: str, var: str) -> str | None:
+    """The value of a server setting given as `--flag VALUE`, `--flag=VALUE` or its variable."""
+    args = container.get("args", [])
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return env.get(var) or None
+
+
+def security_rules(c: dict, env: dict[str, str], dev: bool) -> list[str]:
+    """The API with TLS and tokens and ceremony keys (not in the dev overlay); probes on the
+    admin listener, which listens on the pod's address."""
+    errs = []
+    if not dev:
+        tls = all(flag_or_env(c, env, f, v) for f, v in (("--tls-cert", "ENYGMA_TLS_CERT"), ("--tls-key", "ENYGMA_TLS_KEY")))
+        if not tls:
+            errs.append(f"serves the API without TLS (set ENYGMA_TLS_CERT and ENYGMA_TLS_KEY; only an overlay named {DEV_OVERLAY} may not)")
+        if not flag_or_env(c, env, "--auth-token-file", "ENYGMA_AUTH_TOKEN_FILE"):
+            errs.append(f"serves the API without bearer tokens (set ENYGMA_AUTH_TOKEN_FILE; only an overlay named {DEV_OVERLAY} may not)")
+        if "--require-ceremony-keys" not in c.get("args", []) and env.get("ENYGMA_REQUIRE_CEREMONY_KEYS") not in ("true", "1"):
+            errs.append("production pods must refuse development keys (ENYGMA_REQUIRE_CEREMONY_KEYS=true)")
+    admin = flag_or_env(c, env, "--admin-bind", "ENYGMA_ADMIN_BIND")
+    if admin != f"0.0.0.0:{ADMIN_PORT}":
+        errs.append(f"the admin listener must listen on the pod's address, 0.0.0.0:{ADMIN_PORT} (ENYGMA_ADMIN_BIND={admin})")
+    ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
+    if ports.get("admin") != ADMIN_PORT:
+        errs.append(f"container port `admin` must be {ADMIN_PORT}: {ports}")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        port = c.get(probe, {}).get("httpGet", {}).get("port")
+        if port not in ("admin", ADMIN_PORT):
+            errs.append(f"{probe} must use the admin port (the API port requires TLS and tokens): {port}")
+    return errs
+
+
+def deployment_rules(d: dict, dev: bool = False) -> list[str]:
     errs = []
     pod = d["spec"]["template"]["spec"]
     (c,) = [c for c in pod["containers"] if c["name"] == "enygma-server"]
@@ -96,6 +141,7 @@ def deployment_rules(d: dict) -> list[str]:
     probes = {p: c.get(p, {}).get("httpGet", {}).get("path") for p in ("startupProbe", "readinessProbe", "livenessProbe")}
     if probes != {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/livez"}:
         errs.append(f"probes must be startup /readyz, readiness /readyz, liveness /livez: {probes}")
+    errs += security_rules(c, env, dev)
     # The drain: `preStop` sleep, then SIGTERM and up to --drain-timeout of draining.
     pre_stop = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
     pause = float(pre_stop[-1]) if pre_stop[:1] == ["/bin/sleep"] else 0.0
@@ -150,7 +196,27 @@ def scaledobject_rules(so: dict, deployments: dict[str, dict]) -> list[str]:
     return errs
 
 
-def check(docs: list[dict], version: str, alert_timeout: float | None) -> list[str]:
+def network_policy_rules(docs: list[dict], deployments: dict[str, dict]) -> list[str]:
+    """Every Deployment's pods are selected by a NetworkPolicy of the render that admits
+    ingress only on named ports, each from a namespace selector."""
+    errs = []
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    for name, d in deployments.items():
+        labels = d["spec"]["template"]["metadata"]["labels"]
+        covering = [
+            p for p in policies
+            if all(labels.get(k) == v for k, v in p["spec"]["podSelector"].get("matchLabels", {}).items())
+        ]
+        if not covering:
+            errs.append(f"Deployment/{name}: no NetworkPolicy selects its pods")
+        for p in covering:
+            for rule in p["spec"].get("ingress", []):
+                if not rule.get("from") or not rule.get("ports"):
+                    errs.append(f"NetworkPolicy/{p['metadata']['name']}: an ingress rule open to every source or port")
+    return errs
+
+
+def check(docs: list[dict], version: str, alert_timeout: float | None, dev: bool = False) -> list[str]:
     errs = []
     for d in docs:
         if (d.get("apiVersion"), d.get("kind")) not in CRD_KINDS:
@@ -169,13 +235,14 @@ def check(docs: list[dict], version: str, alert_timeout: float | None) -> list[s
             errs += [f"ScaledObject/{so['metadata']['name']} behavior: {e}" for e in schema_errors(hpa, version)]
     deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
     for name, d in deployments.items():
-        errs += [f"Deployment/{name}: {e}" for e in deployment_rules(d)]
+        errs += [f"Deployment/{name}: {e}" for e in deployment_rules(d, dev)]
         env = env_of(d["spec"]["template"]["spec"]["containers"][0])
         timeout = seconds(env.get("ENYGMA_QUEUE_TIMEOUT", "30s"))
         if alert_timeout is not None and timeout != alert_timeout:
             errs.append(f"Deployment/{name}: queue timeout {timeout} s, but EnygmaP99OverQueueTimeout uses {alert_timeout} s")
     for so in scaled:
         errs += [f"ScaledObject/{so['metadata']['name']}: {e}" for e in scaledobject_rules(so, deployments)]
+    errs += network_policy_rules(docs, deployments)
     for h in (d for d in docs if d["kind"] == "HorizontalPodAutoscaler"):
         if h["spec"]["scaleTargetRef"]["name"] not in deployments:
             errs.append(f"HorizontalPodAutoscaler/{h['metadata']['name']}: target is not a Deployment of this render")
@@ -212,6 +279,13 @@ def self_test(docs: list[dict], version: str, alert_timeout: float) -> list[str]
         "no --require-keys": lambda ds: container(ds).update(args=[]),
         "CPU request other than the slots": lambda ds: container(ds)["resources"]["requests"].update(cpu="1"),
         "liveness on /readyz": lambda ds: container(ds)["livenessProbe"]["httpGet"].update(path="/readyz"),
+        "no TLS": lambda ds: container(ds).update(env=[e for e in container(ds)["env"] if e["name"] != "ENYGMA_TLS_CERT"]),
+        "no tokens": lambda ds: container(ds).update(env=[e for e in container(ds)["env"] if e["name"] != "ENYGMA_AUTH_TOKEN_FILE"]),
+        "development keys allowed": lambda ds: [e.update(value="false") for e in container(ds)["env"] if e["name"] == "ENYGMA_REQUIRE_CEREMONY_KEYS"],
+        "readiness on the API port": lambda ds: container(ds)["readinessProbe"]["httpGet"].update(port="https"),
+        "admin listener on loopback": lambda ds: [e.update(value="127.0.0.1:9464") for e in container(ds)["env"] if e["name"] == "ENYGMA_ADMIN_BIND"],
+        "no NetworkPolicy": lambda ds: ds.remove(first_in(ds, "NetworkPolicy")),
+        "NetworkPolicy open to every source": lambda ds: first_in(ds, "NetworkPolicy")["spec"]["ingress"][0].pop("from"),
         "queue timeout other than the alert's": lambda ds: [e.update(value="30s") for e in container(ds)["env"] if e["name"] == "ENYGMA_QUEUE_TIMEOUT"],
         "unknown kind": lambda ds: ds.append({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
     }
@@ -229,13 +303,23 @@ def main() -> int:
     p.add_argument("--kubernetes-version", required=True)
     p.add_argument("--rules", type=Path, required=True, help="the alert rules file")
     p.add_argument("--self-test", metavar="DIR", type=Path, help="break this render in known ways")
+    p.add_argument("--expect-refused", metavar="DIR", type=Path, nargs="*", default=[],
+                   help="renders that the checks must refuse")
     p.add_argument("dirs", nargs="+", type=Path)
     a = p.parse_args()
     alert_timeout = alert_queue_timeout(a.rules)
     passed = failed = 0
+    for d in a.expect_refused:
+        errs = check(render(d), a.kubernetes_version, alert_timeout, d.name == DEV_OVERLAY)
+        if errs:
+            passed += 1
+            print(f"ok   {d}: refused as it must be ({errs[0]}{', ...' if len(errs) > 1 else ''})")
+        else:
+            failed += 1
+            print(f"FAIL {d}: accepted, but it must be refused")
     for d in a.dirs:
         docs = render(d)
-        errs = check(docs, a.kubernetes_version, alert_timeout)
+        errs = check(docs, a.kubernetes_version, alert_timeout, d.name == DEV_OVERLAY)
         kinds = sorted({x["kind"] for x in docs})
         if errs:
             failed += 1

@@ -16,7 +16,7 @@ use crate::transport::Limits;
 use clap::Parser;
 
 #[path = "../../tests/common/tls.rs"]
-mod tls_client;
+pub(super) mod tls_client;
 use tls_client::{client_config, temp_dir, Ca, H1, H2};
 
 /// Connection hardening: per-address cap, unauthenticated budget, handshake deadline, early
