@@ -10,7 +10,7 @@ command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
 command -v npm >/dev/null || { echo "node and npm are required for verifier-tests/" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is required for scripts/schemathesis.sh" >&2; exit 1; }
 
-# Lints first (issue 18): formatting, and clippy on every target with warnings as errors.
+# Lints first: formatting, and clippy on every target with warnings as errors.
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The measurement-only code (enygma-prover's `bench` feature: examples/proof_phases.rs).
@@ -24,13 +24,27 @@ export ENYGMA_SERVER_BIN="${ENYGMA_SERVER_BIN:-$bin/enygma-server}"
 # Proving keys are not committed: create the missing ones (a few seconds) and check the rest.
 "$bin/enygma" setup --keep-existing
 
+# The ceremony test's throw-away phase 1 (snarkjs, mostly one core, minutes) runs beside the Rust
+# tests, which leave a core idle much of the time.
+(cd verifier-tests && npm ci --no-audit --no-fund --loglevel=error)
+ceremony_dir="$(mktemp -d)"
+phase1=""
+trap '[ -z "$phase1" ] || kill "$phase1" 2>/dev/null; rm -rf "$ceremony_dir"' EXIT
+bash scripts/ceremony.sh phase1-local 13 "$ceremony_dir/phase1.ptau" >"$ceremony_dir/phase1.log" 2>&1 &
+phase1=$!
+
 cargo test --workspace
 
 # The OpenAPI document against the OpenAPI 3.1 meta-schema and, with schemathesis (PyPI, pinned,
 # in a venv under target/), against the live debug server: no 5xx, every answer as documented.
 bash scripts/schemathesis.sh
 
+wait "$phase1" || { cat "$ceremony_dir/phase1.log" >&2; echo "the throw-away phase 1 failed" >&2; exit 1; }
+phase1=""
 bash verifier-tests/run.sh
+# A two-contributor ceremony for ownership-721 on that phase 1, imported, proved through the server
+# with --require-ceremony-keys, verified by snarkjs and snarkjs' Solidity verifier in an EVM.
+PTAU="$ceremony_dir/phase1.ptau" bash verifier-tests/ceremony.sh
 
 # Deployment (deploy/README.md): the Kubernetes overlays render and validate offline and the alert
 # rules pass promtool's tests; then 3 replicas behind HAProxy answer a burst with one replica

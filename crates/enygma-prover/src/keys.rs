@@ -381,6 +381,27 @@ mod tests {
     }
 
     #[test]
+    fn single_party_keys_are_fresh_and_load_as_single_party() {
+        let ownership = crate::statements::instance("ownership-721", None).unwrap();
+        let (a, b) = (
+            generate_random(ownership).unwrap(),
+            generate_random(ownership).unwrap(),
+        );
+        assert_ne!(a.vk, b.vk, "two random setups gave one key");
+        assert_ne!(a.vk, generate(ownership).unwrap().vk, "the development key");
+        let dir = std::env::temp_dir().join(format!("enygma-single-party-{}", std::process::id()));
+        let record = KeyRecord {
+            origin: KeyOrigin::SingleParty,
+            reduction: Reduction::Libsnark,
+        };
+        save(&dir, ownership, &a, &record).unwrap();
+        let loaded = crate::CircuitKeys::load(&dir, ownership, MissingKeys::Refuse).unwrap();
+        assert_eq!(loaded.record, record);
+        assert_eq!(*loaded.verifying_key(), a.vk);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn seeds_differ_per_instance_and_are_stable() {
         let seeds: std::collections::HashSet<[u8; 32]> = crate::statements::instances()
             .map(development_seed)
