@@ -87,7 +87,18 @@ async fn ready_over(conn: &mut H1) {
 async fn wait_metric_over(conn: &mut H1, series: &str, value: f64) {
     let deadline = Instant::now() + T;
     loop {
-        let m = conn.send("GET", "/metrics", &[], b"").await.unwrap().body;
+        // The token matters only to a server with tokens (whose metrics token is this one).
+        let bearer = format!("Bearer {API_TOKEN}");
+        let m = conn
+            .send(
+                "GET",
+                "/metrics",
+                &[("Authorization", bearer.as_str())],
+                b"",
+            )
+            .await
+            .unwrap()
+            .body;
         if metric(&m, series) == Some(value) {
             return;
         }

@@ -33,7 +33,8 @@ fn api_auth(dir: &Path) -> Arc<Auth> {
     std::fs::write(&file, format!("{API_TOKEN}\n")).unwrap();
     Arc::new(Auth {
         api: Some(TokenFile::load(&file, "--auth-token-file").unwrap()),
-        metrics: None,
+        // With API tokens, /metrics on the API port needs a metrics token: the same one here.
+        metrics: Some(TokenFile::load(&file, "--metrics-token-file").unwrap()),
     })
 }
 
@@ -125,7 +126,7 @@ async fn connections_that_never_authenticate_cannot_hold_every_slot() {
         .unwrap();
     assert_eq!(r.status, 200);
     let m = gateway
-        .send("GET", "/metrics", &[], b"")
+        .send("GET", "/metrics", &token, b"")
         .await
         .unwrap()
         .body;
