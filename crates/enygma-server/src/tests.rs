@@ -30,6 +30,9 @@ mod access;
 /// Fair shares per caller against the FIFO.
 mod shares;
 
+/// Request-level refusals with the real request parser.
+mod requests;
+
 const SECRET: &str = "31415926535897932384626433832795028841971";
 const T: Duration = Duration::from_secs(20);
 
