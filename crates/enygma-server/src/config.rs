@@ -469,6 +469,12 @@ pub struct AccessArgs {
     #[arg(long, env = "ENYGMA_HTTP2_MAX_STREAMS", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub http2_max_streams: u32,
+
+    /// Start even when the TLS private key or a token file is readable by group or others, or
+    /// a proving key is writable by them (a warning instead of a refusal): for the setups whose
+    /// files cannot be owner-only, e.g. a Kubernetes Secret volume mounted with `fsGroup`.
+    #[arg(long, env = "ENYGMA_ALLOW_SHARED_SECRET_FILES")]
+    pub allow_shared_secret_files: bool,
 }
 
 impl AccessArgs {
@@ -491,6 +497,20 @@ impl AccessArgs {
             client_ca: self.tls_client_ca.clone(),
             client_names: self.tls_client_names.clone(),
         })
+    }
+
+    /// The secret files configured, with the flag that names each (checked by
+    /// [`crate::file_modes`] before the server starts).
+    pub fn secret_files(&self) -> Vec<(&'static str, PathBuf, crate::file_modes::FileKind)> {
+        use crate::file_modes::FileKind::Secret;
+        [
+            ("--tls-key", &self.tls_key),
+            ("--auth-token-file", &self.auth_token_file),
+            ("--metrics-token-file", &self.metrics_token_file),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| Some((flag, path.clone()?, Secret)))
+        .collect()
     }
 
     /// What an operator should hear at start: listening beyond loopback without TLS, or without
@@ -526,6 +546,27 @@ mod tests {
     #[test]
     fn clap_definition_is_valid() {
         Args::command().debug_assert();
+    }
+
+    #[test]
+    fn the_secret_files_are_the_tls_key_and_the_token_files() {
+        let args = crate::test_support::args(&[]).unwrap();
+        assert!(args.access.secret_files().is_empty());
+        assert!(!args.access.allow_shared_secret_files);
+        let args = crate::test_support::args(&[
+            "--tls-cert=c.pem",
+            "--tls-key=k.pem",
+            "--auth-token-file=t",
+            "--metrics-token-file=m",
+            "--allow-shared-secret-files",
+        ])
+        .unwrap();
+        let flags: Vec<&str> = args.access.secret_files().iter().map(|f| f.0).collect();
+        assert_eq!(
+            flags,
+            ["--tls-key", "--auth-token-file", "--metrics-token-file"]
+        );
+        assert!(args.access.allow_shared_secret_files);
     }
 
     #[test]

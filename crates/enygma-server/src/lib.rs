@@ -96,6 +96,7 @@ pub mod caller;
 pub mod client_names;
 pub mod config;
 pub mod fair;
+pub mod file_modes;
 pub mod malloc;
 pub mod metrics;
 pub mod openapi;
