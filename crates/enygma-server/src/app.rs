@@ -24,6 +24,7 @@ use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
 use crate::body::RequestBody;
 use crate::caller::Caller;
+use crate::check_pool::CheckPool;
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
 
@@ -43,6 +44,8 @@ pub struct AppState<B: ProofBackend> {
     pub prove: ProveAdmission,
     /// Verification has its own small limit and never enters the proving queue.
     pub verify: Limiter,
+    /// The parse and checks of proving requests, on their own bounded pool.
+    pub checks: CheckPool,
     pub metrics: Arc<Metrics>,
     /// Bearer tokens of the API and of `/metrics` (none by default: open).
     pub auth: Arc<Auth>,
@@ -87,6 +90,7 @@ impl<B: ProofBackend> AppState<B> {
                 cfg.queue_timeout,
                 metrics.clone(),
             ),
+            checks: CheckPool::new(cfg.check_threads, cfg.check_queue_depth)?,
             metrics,
             auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
@@ -475,7 +479,7 @@ async fn prove<B: ProofBackend>(
             st.prove.retry_after_secs(&caller),
         ));
     }
-    let prepared = prepare(&backend, instance, body).await?;
+    let prepared = prepare(&st, &backend, instance, body).await?;
     let slot = admit_proof(&st, &ctx, &caller).await?;
     let out = st
         .prove
@@ -572,17 +576,28 @@ async fn read_body(body: Body, limit: usize) -> Result<RequestBody, ApiError> {
     Ok(RequestBody::take(bytes))
 }
 
-/// Strict parse and every check of the statement, on the blocking pool (cheap, but not free).
-/// The body is not needed past parsing: it goes (and is wiped) with the job, before the request
-/// queues or is refused.
+/// Strict parse and every check of the statement, on the request checks' own bounded pool
+/// ([`CheckPool`]; cheap, but not free): 503 at once when it and its queue are full. The body
+/// is not needed past parsing: it goes (and is wiped) with the job, before the request queues
+/// or is refused; a body refused by a full pool is dropped (and wiped) here.
 async fn prepare<B: ProofBackend>(
+    st: &AppState<B>,
     backend: &Arc<B>,
     instance: Instance,
     body: RequestBody,
 ) -> Result<B::Prepared, ApiError> {
     let backend = backend.clone();
-    let prepared = tokio::task::spawn_blocking(move || backend.prepare(instance, &body))
+    let prepared = st
+        .checks
+        .run(move || backend.prepare(instance, &body))
         .await
+        .map_err(|_| {
+            st.metrics.check_refused();
+            ApiError::unavailable(
+                "server busy: the request checks' queue is full, retry later",
+                1,
+            )
+        })?
         .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
     Ok(prepared)
 }
@@ -644,6 +659,7 @@ async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Respons
         st.is_draining(),
         st.prove.gauges(),
         st.verify.gauges(),
+        st.checks.pending(),
     );
     st.prove.render_callers(&mut text);
     (

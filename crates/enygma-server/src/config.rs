@@ -126,6 +126,17 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_VERIFY_QUEUE_DEPTH", default_value_t = 16)]
     pub verify_queue_depth: u32,
 
+    /// Threads that parse and check proving requests before they queue (the native checks of
+    /// `prepare`) [default: the CPUs].
+    #[arg(long, env = "ENYGMA_CHECK_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub check_threads: Option<u32>,
+
+    /// Proving requests waiting for a check thread; past it, 503 with `Retry-After` before any
+    /// check runs [default: the proving queue's depth, so that a burst the proving queue takes
+    /// is not shed by its checks; the check threads alone bound the CPU they use].
+    #[arg(long, env = "ENYGMA_CHECK_QUEUE_DEPTH")]
+    pub check_queue_depth: Option<u32>,
+
     /// How proving slots are given out: `fair`, a queue per caller (named by its token or
     /// client certificate; unnamed callers share the `anonymous` queue) served by weighted
     /// deficit round robin, each caller shed (503, Retry-After) from its own share; or `fifo`,
@@ -180,6 +191,9 @@ pub struct AdmissionConfig {
     pub pin_cpus: bool,
     /// Fair shares per caller; `None` for the one FIFO queue (`--admission fifo`).
     pub fair: Option<FairConfig>,
+    /// `--check-threads`, `--check-queue-depth` ([`crate::check_pool`]).
+    pub check_threads: usize,
+    pub check_queue_depth: usize,
 }
 
 /// `--admission`.
@@ -362,6 +376,8 @@ impl Args {
             verify_max_inflight: self.verify_max_inflight as usize,
             verify_queue_depth: self.verify_queue_depth as usize,
             pin_cpus: self.pin_cpus,
+            check_threads: self.check_threads.map_or(cpus, |n| n as usize),
+            check_queue_depth: self.check_queue_depth.map_or(queue_depth, |n| n as usize),
             fair: (self.admission == AdmissionMode::Fair).then(|| FairConfig {
                 weights: self.caller_weights.clone(),
                 callers: Vec::new(),

@@ -93,6 +93,7 @@ pub mod auth;
 pub mod backend;
 mod body;
 pub mod caller;
+pub mod check_pool;
 pub mod client_names;
 pub mod config;
 pub mod fair;

@@ -202,6 +202,8 @@ pub struct Metrics {
     proofs_in_flight_peak: AtomicU64,
     proofs_discarded: AtomicU64,
     proof_panics: AtomicU64,
+    /// Proving requests refused because the request checks' pool and queue were full.
+    checks_refused: AtomicU64,
     /// Indexed by [`AuthScope`], then [`AuthFailure`].
     auth_rejected: [[AtomicU64; 2]; 2],
     pub connections: ConnectionCounters,
@@ -252,6 +254,7 @@ impl Metrics {
             proofs_in_flight_peak: AtomicU64::new(0),
             proofs_discarded: AtomicU64::new(0),
             proof_panics: AtomicU64::new(0),
+            checks_refused: AtomicU64::new(0),
             auth_rejected: Default::default(),
             connections: ConnectionCounters::default(),
         }
@@ -278,6 +281,11 @@ impl Metrics {
     }
 
     /// Records a proof of a hosted instance (others are not counted).
+    /// A proving request refused before its checks: their pool and queue were full.
+    pub fn check_refused(&self) {
+        self.checks_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn observe_proof(&self, instance: Instance, witness: Duration, prove: Duration) {
         if let Some(p) = self.proofs.iter().find(|p| p.instance == instance) {
             p.witness.observe(witness);
@@ -333,6 +341,7 @@ impl Metrics {
         draining: bool,
         prove: QueueGauges,
         verify: QueueGauges,
+        check_pending: usize,
     ) -> String {
         let gauges = [(QueueKind::Prove, prove), (QueueKind::Verify, verify)];
         let mut out = String::with_capacity(8 * 1024);
@@ -343,6 +352,24 @@ impl Metrics {
         self.render_queues(o, &gauges);
         self.render_proof_times(o);
         self.render_admission_estimates(o, &gauges);
+        header(
+            o,
+            "enygma_check_pending",
+            "gauge",
+            "Proving requests being checked or waiting for a check thread.",
+        );
+        let _ = writeln!(o, "enygma_check_pending {check_pending}");
+        header(
+            o,
+            "enygma_check_refused_total",
+            "counter",
+            "Proving requests refused with 503 before their checks: the check pool and its queue were full.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_check_refused_total {}",
+            self.checks_refused.load(Ordering::Relaxed)
+        );
         self.render_access(o);
         out
     }
@@ -673,6 +700,7 @@ mod tests {
                 service_time: Some(Duration::from_millis(350)),
             },
             QueueGauges::default(),
+            0,
         );
         for line in [
             "enygma_ready 1",
@@ -712,7 +740,13 @@ mod tests {
             Duration::from_millis(1),
             Duration::from_millis(2),
         );
-        let text = one.render(true, false, QueueGauges::default(), QueueGauges::default());
+        let text = one.render(
+            true,
+            false,
+            QueueGauges::default(),
+            QueueGauges::default(),
+            0,
+        );
         let series: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("enygma_prove_seconds_count"))

@@ -1,5 +1,5 @@
-//! Request-level refusals with the real request parser (the sleeping prover of
-//! `test_support`): a key repeated in a body.
+//! Request-level refusals: a key repeated in a body (with the real request parser, the
+//! sleeping prover of `test_support`), and the request checks' bounded pool.
 
 use rand::SeedableRng;
 
@@ -78,4 +78,50 @@ async fn a_repeated_key_is_refused_with_400_naming_it_on_prove_and_verify_routes
     assert_eq!(r.status, 400, "{}", r.body);
     assert!(r.error().starts_with("pi_c: duplicate key"), "{}", r.body);
     assert_eq!(server.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_checks_run_on_a_bounded_pool_whose_full_queue_answers_503() {
+    let mut config = cfg(Some(1), 4, 20_000);
+    config.check_threads = 1;
+    config.check_queue_depth = 1;
+    let s = start(config).await;
+    let a = s.addr;
+    // One slow check holds the pool's thread, another its queue place.
+    let held: Vec<_> = (0..2)
+        .map(|i| {
+            let b = body_with(
+                &format!("held{i}"),
+                0,
+                serde_json::json!({"check_ms": 1000}),
+            );
+            tokio::spawn(async move { post(a, "/generateProofTransfer-2", &b, T).await.unwrap() })
+        })
+        .collect();
+    s.wait_metric("enygma_check_pending", 2.0).await;
+    let r = post(a, "/generateProofTransfer-2", &body("refused", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(r.error().contains("request checks"), "{}", r.body);
+    assert_no_secret(&r);
+    for h in held {
+        assert_eq!(h.await.unwrap().status, 200);
+    }
+    // The refused request was never checked; the pool's threads are its own.
+    assert_eq!(s.log.prepared.load(Ordering::SeqCst), 2);
+    let threads: Vec<String> = s
+        .log
+        .proofs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| p.3.clone())
+        .collect();
+    assert_eq!(threads.len(), 2);
+    let m = s.metrics().await;
+    assert_eq!(metric(&m, "enygma_check_refused_total"), Some(1.0), "{m}");
+    assert_eq!(metric(&m, "enygma_check_pending"), Some(0.0), "{m}");
+    assert_eq!(s.stop().await, Exit::Clean);
 }
