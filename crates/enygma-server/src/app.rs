@@ -22,6 +22,7 @@ use tracing::Instrument;
 use crate::admission::{AdmitError, Limiter, ProveAdmission, Slot};
 use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
+use crate::bad_requests::{BadRequestLimit, BucketKey};
 use crate::body::RequestBody;
 use crate::caller::Caller;
 use crate::check_pool::CheckPool;
@@ -46,6 +47,8 @@ pub struct AppState<B: ProofBackend> {
     pub verify: Limiter,
     /// The parse and checks of proving requests, on their own bounded pool.
     pub checks: CheckPool,
+    /// 429 for callers that keep sending bad requests.
+    pub bad_requests: BadRequestLimit,
     pub metrics: Arc<Metrics>,
     /// Bearer tokens of the API and of `/metrics` (none by default: open).
     pub auth: Arc<Auth>,
@@ -91,6 +94,7 @@ impl<B: ProofBackend> AppState<B> {
                 metrics.clone(),
             ),
             checks: CheckPool::new(cfg.check_threads, cfg.check_queue_depth)?,
+            bad_requests: BadRequestLimit::new(cfg.bad_request_burst, cfg.bad_request_refill),
             metrics,
             auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
@@ -178,6 +182,7 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .route("/metrics", get(metrics::<B>))
         .route("/openapi.json", get(openapi))
         .fallback(not_found)
+        .layer(from_fn_with_state(st.clone(), limit_bad_requests::<B>))
         .layer(from_fn_with_state(
             (st.auth.clone(), st.metrics.clone()),
             crate::auth::check,
@@ -451,6 +456,45 @@ async fn observe_in_span<B: ProofBackend>(
     }
     let error = resp.extensions().get::<ErrorNote>().map(|e| e.0.clone());
     log.finish(resp.status().as_u16(), error.as_deref());
+    resp
+}
+
+/// Inside the token check (which names the caller): a caller whose bad requests emptied its
+/// bucket gets 429 before its request is read; every other answer in 4xx takes a token
+/// ([`crate::bad_requests`]). Probes are neither limited nor counted.
+async fn limit_bad_requests<B: ProofBackend>(
+    State(st): State<Arc<AppState<B>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if is_probe(route_label(req.uri().path())) {
+        return next.run(req).await;
+    }
+    let caller = req
+        .extensions()
+        .get::<ReqCtx>()
+        .map_or_else(Caller::anonymous, ReqCtx::caller);
+    let key = if caller.is_anonymous() {
+        let peer = req.extensions().get::<crate::caller::PeerAddress>();
+        BucketKey::Address(peer.map(|p| p.0.ip()))
+    } else {
+        BucketKey::Named(caller)
+    };
+    if let Some(wait) = st.bad_requests.refused(&key, Instant::now()) {
+        st.metrics.bad_requests_limited();
+        return ApiError {
+            retry_after: Some(wait.as_secs_f64().ceil().max(1.0) as u64),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many bad requests from this caller, retry later",
+            )
+        }
+        .into_response();
+    }
+    let resp = next.run(req).await;
+    if resp.status().is_client_error() {
+        st.bad_requests.bad_request(key, Instant::now());
+    }
     resp
 }
 

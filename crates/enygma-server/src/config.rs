@@ -137,6 +137,16 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_CHECK_QUEUE_DEPTH")]
     pub check_queue_depth: Option<u32>,
 
+    /// Bad requests (answers in 4xx after the token check) one caller may send at once before
+    /// it gets 429 with `Retry-After`; per caller name, or per IP address for anonymous callers.
+    /// 0 turns the limit off.
+    #[arg(long, env = "ENYGMA_BAD_REQUEST_BURST", default_value_t = 20)]
+    pub bad_request_burst: u32,
+
+    /// Bad requests per second a caller's allowance refills at, after its burst.
+    #[arg(long, env = "ENYGMA_BAD_REQUEST_RATE", default_value_t = 2.0)]
+    pub bad_request_rate: f64,
+
     /// How proving slots are given out: `fair`, a queue per caller (named by its token or
     /// client certificate; unnamed callers share the `anonymous` queue) served by weighted
     /// deficit round robin, each caller shed (503, Retry-After) from its own share; or `fifo`,
@@ -194,6 +204,10 @@ pub struct AdmissionConfig {
     /// `--check-threads`, `--check-queue-depth` ([`crate::check_pool`]).
     pub check_threads: usize,
     pub check_queue_depth: usize,
+    /// `--bad-request-burst`, and the time `--bad-request-rate` refills one token in
+    /// ([`crate::bad_requests`]).
+    pub bad_request_burst: u32,
+    pub bad_request_refill: Duration,
 }
 
 /// `--admission`.
@@ -378,6 +392,12 @@ impl Args {
             pin_cpus: self.pin_cpus,
             check_threads: self.check_threads.map_or(cpus, |n| n as usize),
             check_queue_depth: self.check_queue_depth.map_or(queue_depth, |n| n as usize),
+            bad_request_burst: self.bad_request_burst,
+            bad_request_refill: if self.bad_request_rate > 0.0 {
+                Duration::from_secs_f64(1.0 / self.bad_request_rate)
+            } else {
+                Duration::MAX
+            },
             fair: (self.admission == AdmissionMode::Fair).then(|| FairConfig {
                 weights: self.caller_weights.clone(),
                 callers: Vec::new(),

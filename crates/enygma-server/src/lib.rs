@@ -91,6 +91,7 @@ pub mod affinity;
 pub mod app;
 pub mod auth;
 pub mod backend;
+pub mod bad_requests;
 mod body;
 pub mod caller;
 pub mod check_pool;

@@ -204,6 +204,8 @@ pub struct Metrics {
     proof_panics: AtomicU64,
     /// Proving requests refused because the request checks' pool and queue were full.
     checks_refused: AtomicU64,
+    /// Requests refused with 429: their caller sent too many bad requests.
+    bad_requests_limited: AtomicU64,
     /// Indexed by [`AuthScope`], then [`AuthFailure`].
     auth_rejected: [[AtomicU64; 2]; 2],
     pub connections: ConnectionCounters,
@@ -255,6 +257,7 @@ impl Metrics {
             proofs_discarded: AtomicU64::new(0),
             proof_panics: AtomicU64::new(0),
             checks_refused: AtomicU64::new(0),
+            bad_requests_limited: AtomicU64::new(0),
             auth_rejected: Default::default(),
             connections: ConnectionCounters::default(),
         }
@@ -281,6 +284,11 @@ impl Metrics {
     }
 
     /// Records a proof of a hosted instance (others are not counted).
+    /// A request refused with 429 ([`crate::bad_requests`]).
+    pub fn bad_requests_limited(&self) {
+        self.bad_requests_limited.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A proving request refused before its checks: their pool and queue were full.
     pub fn check_refused(&self) {
         self.checks_refused.fetch_add(1, Ordering::Relaxed);
@@ -369,6 +377,17 @@ impl Metrics {
             o,
             "enygma_check_refused_total {}",
             self.checks_refused.load(Ordering::Relaxed)
+        );
+        header(
+            o,
+            "enygma_bad_requests_limited_total",
+            "counter",
+            "Requests refused with 429 because their caller sent too many bad requests.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_bad_requests_limited_total {}",
+            self.bad_requests_limited.load(Ordering::Relaxed)
         );
         self.render_access(o);
         out

@@ -220,6 +220,9 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         pin_cpus: false,
         check_threads: 2,
         check_queue_depth: queue_depth.max(8),
+        // Off: these tests send many bad requests on purpose; the limit has tests of its own.
+        bad_request_burst: 0,
+        bad_request_refill: Duration::from_millis(500),
         // The default admission: one caller here, so its queue is the FIFO's.
         fair: Some(crate::config::FairConfig::equal(
             queue_depth,

@@ -80,6 +80,9 @@ impl Server {
                 "0",
                 "--log-format",
                 "json",
+                // These tests send many bad requests from one address on purpose.
+                "--bad-request-burst",
+                "0",
                 "--keys-dir",
             ])
             .arg(&keys)

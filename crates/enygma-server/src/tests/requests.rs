@@ -1,5 +1,6 @@
 //! Request-level refusals: a key repeated in a body (with the real request parser, the
-//! sleeping prover of `test_support`), and the request checks' bounded pool.
+//! sleeping prover of `test_support`), the request checks' bounded pool, and 429 for a caller
+//! that keeps sending bad requests.
 
 use rand::SeedableRng;
 
@@ -123,5 +124,37 @@ async fn request_checks_run_on_a_bounded_pool_whose_full_queue_answers_503() {
     let m = s.metrics().await;
     assert_eq!(metric(&m, "enygma_check_refused_total"), Some(1.0), "{m}");
     assert_eq!(metric(&m, "enygma_check_pending"), Some(0.0), "{m}");
+    assert_eq!(s.stop().await, Exit::Clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_keeps_sending_bad_requests_gets_429_before_its_checks() {
+    let mut config = cfg(Some(1), 4, 20_000);
+    config.bad_request_burst = 3;
+    config.bad_request_refill = Duration::from_secs(30);
+    let s = start(config).await;
+    let a = s.addr;
+    let bad = body_with("bad", 0, serde_json::json!({"fail": "bad"}));
+    for _ in 0..3 {
+        let r = post(a, "/generateProofTransfer-2", &bad, T).await.unwrap();
+        assert_eq!(r.status, 400, "{}", r.body);
+    }
+    // The bucket is empty: even a good request waits for its refill, unchecked.
+    let r = post(a, "/generateProofTransfer-2", &body("good", 0), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 429, "{}", r.body);
+    let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=30).contains(&retry), "{retry}");
+    assert!(r.error().contains("too many bad requests"), "{}", r.body);
+    assert_eq!(s.log.prepared.load(Ordering::SeqCst), 3);
+    // Probes are not limited.
+    assert_eq!(get(a, "/healthcheck").await.unwrap().status, 200);
+    let m = s.metrics().await;
+    assert_eq!(
+        metric(&m, "enygma_bad_requests_limited_total"),
+        Some(1.0),
+        "{m}"
+    );
     assert_eq!(s.stop().await, Exit::Clean);
 }
