@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes every cargo-fuzz target (fuzz/fuzz_targets/) for SECONDS each (default 60): today one
-# target, `prepare`, which takes the statement instance from its input and so covers every
-# statement of the registry (each request parser, then its native checks). Needs the nightly
+# Fuzzes every cargo-fuzz target (fuzz/fuzz_targets/) for SECONDS each (default 60): `prepare`,
+# which takes the statement instance from its input and so covers every statement of the
+# registry (each request parser, then its native checks), and `verify`, the verify routes' proof
+# parser (seeded from crates/enygma-prover/tests/fuzz-corpus/verify/). Needs the nightly
 # toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
 #
 # The seed corpus (generated requests of every instance, as `enygma gen-request` writes them,
@@ -20,7 +21,12 @@ command -v cargo-fuzz >/dev/null || { echo "cargo-fuzz is required: cargo instal
 
 for target in $(cd fuzz && cargo +nightly fuzz list); do
     corpus="fuzz/corpus/$target"
-    cargo run -q -p enygma-prover --example fuzz_seeds -- "$corpus" "$samples"
+    if [ "$target" = verify ]; then
+        # The proof parser's seeds are committed (the CI replay reads them too).
+        mkdir -p "$corpus" && cp crates/enygma-prover/tests/fuzz-corpus/verify/* "$corpus/"
+    else
+        cargo run -q -p enygma-prover --example fuzz_seeds -- "$corpus" "$samples"
+    fi
     echo "== $target: ${seconds}s"
     (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" -- \
         -max_total_time="$seconds" -timeout=10 -print_final_stats=1 "$@")

@@ -2,7 +2,8 @@
 //! (`fuzz/fuzz_targets/prepare.rs`) and the stable replay test (`tests/fuzz_replay.rs`), so that
 //! both drive exactly the same code: [`prepare`](crate::prepare), i.e. a statement's strict
 //! request parser and then its native checks, which must refuse any input with an error and
-//! never panic.
+//! never panic. [`verify_input`] does the same for the verify routes' proof parser (the
+//! `verify` target, replayed over its committed corpus in `tests/fuzz_replay.rs`).
 //!
 //! An input names its statement instance from the registry, so a statement added to
 //! [`crate::statements::ALL`] is fuzzed without a new target or list:
@@ -30,6 +31,19 @@ pub fn split_input(data: &[u8]) -> Option<(Instance, &[u8])> {
 pub fn prepare_input(data: &[u8]) -> Option<Result<Prepared, ProveError>> {
     let (instance, body) = split_input(data)?;
     Some(crate::prepare(instance, body))
+}
+
+/// The verify route's proof parser on one fuzz input (the same `{key stem}\n{body}` framing):
+/// [`crate::parse_proof_response`] (JSON, each key once, the response's shape), then the
+/// key-free checks of [`crate::proof_of`] (canonical coordinates, points on the curve and in
+/// the subgroup, the instance's input count); `None` for an empty input.
+pub fn verify_input(data: &[u8]) -> Option<Result<(), ProveError>> {
+    let (instance, body) = split_input(data)?;
+    Some(
+        crate::parse_proof_response(instance, body)
+            .and_then(|response| crate::proof_of(instance, &response))
+            .map(|_| ()),
+    )
 }
 
 /// A seed input: `body` for `instance`.

@@ -523,19 +523,53 @@ impl Prover {
     /// `instance`.
     pub fn verify(&self, instance: Instance, response: &ProofResponse) -> Result<bool, ProveError> {
         let keys = self.keys(instance)?;
-        let (proof, inputs) = response
-            .to_proof()
-            .map_err(|e| ProveError::BadRequest(proof_error(e)))?;
-        let expected = instance.num_public_inputs();
-        if inputs.len() != expected {
-            return Err(ProveError::BadRequest(RequestError {
-                field: "public_signal".into(),
-                reason: format!("expected {expected} elements, got {}", inputs.len()),
-            }));
-        }
+        let (proof, inputs) = proof_of(instance, response)?;
         enygma_verifier::verify_prepared(&keys.prepared_vk, &proof, &inputs)
             .map_err(|e| ProveError::Internal(e.to_string()))
     }
+}
+
+/// The verify route's body as a proof response: JSON with each key once per object
+/// ([`enygma_verifier::json`]) and the response's exact shape. A 400 names the repeated key, or
+/// says where the JSON went wrong, never quoting it (serde's messages can quote input).
+pub fn parse_proof_response(instance: Instance, body: &[u8]) -> Result<ProofResponse, ProveError> {
+    enygma_verifier::json::check_unique_keys(body).map_err(|e| {
+        ProveError::BadRequest(request::error(
+            e.path,
+            "duplicate key (each key may appear only once in an object)",
+        ))
+    })?;
+    serde_json::from_slice(body).map_err(|e| {
+        ProveError::BadRequest(request::error(
+            "body",
+            format!(
+                "invalid proof JSON ({:?} error at line {} column {}): expected the 200 body of {}",
+                e.classify(),
+                e.line(),
+                e.column(),
+                instance.prove_path(),
+            ),
+        ))
+    })
+}
+
+/// A proof response's proof and public inputs, checked without a key: coordinates canonical and
+/// on the curve (G2 in its subgroup), inputs canonical and as many as `instance` takes.
+pub fn proof_of(
+    instance: Instance,
+    response: &ProofResponse,
+) -> Result<(ark_groth16::Proof<Bn254>, Vec<Fr>), ProveError> {
+    let (proof, inputs) = response
+        .to_proof()
+        .map_err(|e| ProveError::BadRequest(proof_error(e)))?;
+    let expected = instance.num_public_inputs();
+    if inputs.len() != expected {
+        return Err(ProveError::BadRequest(RequestError {
+            field: "public_signal".into(),
+            reason: format!("expected {expected} elements, got {}", inputs.len()),
+        }));
+    }
+    Ok((proof, inputs))
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use std::ops::Deref;
 
 use enygma_circuit::{Fr, Secret};
 use enygma_verifier::decimal::parse_decimal;
+use enygma_verifier::json::check_unique_keys;
 use serde_json::{Map, Value};
 use zeroize::Zeroize;
 
@@ -75,13 +76,21 @@ pub fn wipe_strings(value: &mut Value) {
 }
 
 /// A request body as a JSON object. serde_json's syntax errors give a position, never the
-/// input's text. A body that is valid JSON but not an object is wiped before the 400.
+/// input's text. A key repeated in any object is refused, naming it
+/// ([`enygma_verifier::json`]): serde_json would keep the last silently, where a gateway in front
+/// may have read the first. A body that is valid JSON but not an object is wiped before the 400.
 ///
 /// What serde_json does before this returns is out of reach: a string with escape sequences
 /// (`\u0031`) is unescaped through its scratch buffer, and the values of a body that fails to
 /// parse halfway are dropped unwiped. Neither happens for a well-formed request, whose decimal
 /// strings have no escapes.
 pub fn parse_object(body: &[u8]) -> Result<JsonObject, RequestError> {
+    check_unique_keys(body).map_err(|e| {
+        error(
+            e.path,
+            "duplicate key (each key may appear only once in an object)",
+        )
+    })?;
     let mut value: Value =
         serde_json::from_slice(body).map_err(|e| error("body", format!("malformed JSON ({e})")))?;
     match value {

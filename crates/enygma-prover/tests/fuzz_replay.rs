@@ -233,3 +233,103 @@ fn seeds_and_mutations_never_panic() {
         "{check_failed} refused by a check"
     );
 }
+
+/// The committed corpus of the `verify` fuzz target (`tests/fuzz-corpus/verify/`), sorted.
+fn verify_corpus() -> Vec<(String, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-corpus/verify");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&path).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A well-formed response for `instance`: the generators as its points, and as many public
+/// inputs as it takes; it passes every key-free check (it verifies against no key).
+fn well_formed(instance: statements::Instance) -> Vec<u8> {
+    use ark_ec::AffineRepr;
+    let proof = ark_groth16::Proof::<ark_bn254::Bn254> {
+        a: ark_bn254::G1Affine::generator(),
+        b: ark_bn254::G2Affine::generator(),
+        c: ark_bn254::G1Affine::generator(),
+    };
+    let inputs = vec![ark_bn254::Fr::from(7u64); instance.num_public_inputs()];
+    let response = enygma_prover::ProofResponse::from_proof(&proof, &inputs);
+    fuzzing::seed(instance, response.to_json().as_bytes())
+}
+
+/// The verify route's proof parser, as the `verify` fuzz target drives it, over its committed
+/// corpus, a well-formed response per instance and deterministic mutations of all of them:
+/// errors (400) only, never a panic nor a 500.
+#[test]
+fn verify_corpus_and_mutations_never_panic() {
+    let mut seeds = verify_corpus();
+    assert!(seeds.len() >= 8, "{} corpus files", seeds.len());
+    let outcome = |input: &[u8]| {
+        catch_unwind(AssertUnwindSafe(|| fuzzing::verify_input(input)))
+            .unwrap_or_else(|_| panic!("panicked on {:?}", String::from_utf8_lossy(input)))
+    };
+    for (name, input) in &seeds {
+        match outcome(input) {
+            Some(Ok(())) | Some(Err(ProveError::BadRequest(_))) => {}
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let repeated = &seeds.iter().find(|(n, _)| n == "repeated-key").unwrap().1;
+    match outcome(repeated) {
+        Some(Err(ProveError::BadRequest(e))) => assert_eq!(e.field, "pi_a", "{e}"),
+        other => panic!("repeated-key: {other:?}"),
+    }
+    for instance in statements::instances() {
+        let input = well_formed(instance);
+        assert_eq!(outcome(&input).map(|r| r.is_ok()), Some(true), "{instance}");
+        seeds.push((format!("well-formed-{instance}"), input));
+    }
+
+    let mut rng = ChaCha20Rng::seed_from_u64(29);
+    let (mut accepted, mut refused) = (0, 0);
+    const MUTANTS: usize = 2000;
+    for _ in 0..MUTANTS {
+        let (_, input) = seeds.choose(&mut rng).unwrap();
+        let mutated = match fuzzing::split_input(input) {
+            Some((instance, body)) if rng.gen_bool(0.6) => {
+                match serde_json::from_slice::<Value>(body) {
+                    Ok(mut value) => {
+                        let mut pool = Vec::new();
+                        donors(&value, &mut pool);
+                        for _ in 0..rng.gen_range(1..=2) {
+                            mutate_json(&mut value, &mut rng, &pool);
+                        }
+                        fuzzing::seed(instance, value.to_string().as_bytes())
+                    }
+                    Err(_) => input.clone(),
+                }
+            }
+            _ => {
+                let mut bytes = input.clone();
+                for _ in 0..rng.gen_range(1..=4) {
+                    mutate_bytes(&mut bytes, &mut rng);
+                }
+                bytes
+            }
+        };
+        match outcome(&mutated) {
+            Some(Ok(())) => accepted += 1,
+            Some(Err(ProveError::BadRequest(_))) => refused += 1,
+            Some(Err(e)) => panic!("not a 400 for a proof: {e}"),
+            None => {}
+        }
+    }
+    eprintln!("{MUTANTS} verify mutants: {accepted} accepted, {refused} 400");
+    // Both sides reached: mutants refused, and some still well-formed (a mutation that kept the
+    // values valid), so the checks past the JSON ran on them.
+    assert!(
+        refused > MUTANTS / 2 && accepted > 0,
+        "{accepted} / {refused}"
+    );
+}

@@ -909,7 +909,7 @@ mod tests {
             t.await.unwrap();
         }
         assert!(m
-            .render(true, false, Default::default(), Default::default())
+            .render(true, false, Default::default(), Default::default(), 0)
             .contains("enygma_proofs_in_flight_peak 4"));
     }
 }

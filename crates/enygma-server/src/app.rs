@@ -22,8 +22,10 @@ use tracing::Instrument;
 use crate::admission::{AdmitError, Limiter, ProveAdmission, Slot};
 use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
+use crate::bad_requests::{BadRequestLimit, BucketKey};
 use crate::body::RequestBody;
 use crate::caller::Caller;
+use crate::check_pool::CheckPool;
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
 
@@ -43,6 +45,10 @@ pub struct AppState<B: ProofBackend> {
     pub prove: ProveAdmission,
     /// Verification has its own small limit and never enters the proving queue.
     pub verify: Limiter,
+    /// The parse and checks of proving requests, on their own bounded pool.
+    pub checks: CheckPool,
+    /// 429 for callers that keep sending bad requests.
+    pub bad_requests: BadRequestLimit,
     pub metrics: Arc<Metrics>,
     /// Bearer tokens of the API and of `/metrics` (none by default: open).
     pub auth: Arc<Auth>,
@@ -87,6 +93,8 @@ impl<B: ProofBackend> AppState<B> {
                 cfg.queue_timeout,
                 metrics.clone(),
             ),
+            checks: CheckPool::new(cfg.check_threads, cfg.check_queue_depth)?,
+            bad_requests: BadRequestLimit::new(cfg.bad_request_burst, cfg.bad_request_refill),
             metrics,
             auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
@@ -174,6 +182,7 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .route("/metrics", get(metrics::<B>))
         .route("/openapi.json", get(openapi))
         .fallback(not_found)
+        .layer(from_fn_with_state(st.clone(), limit_bad_requests::<B>))
         .layer(from_fn_with_state(
             (st.auth.clone(), st.metrics.clone()),
             crate::auth::check,
@@ -465,6 +474,45 @@ async fn observe_in_span<B: ProofBackend>(
     resp
 }
 
+/// Inside the token check (which names the caller): a caller whose bad requests emptied its
+/// bucket gets 429 before its request is read; every other answer in 4xx takes a token
+/// ([`crate::bad_requests`]). Probes are neither limited nor counted.
+async fn limit_bad_requests<B: ProofBackend>(
+    State(st): State<Arc<AppState<B>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if is_probe(route_label(req.uri().path())) {
+        return next.run(req).await;
+    }
+    let caller = req
+        .extensions()
+        .get::<ReqCtx>()
+        .map_or_else(Caller::anonymous, ReqCtx::caller);
+    let key = if caller.is_anonymous() {
+        let peer = req.extensions().get::<crate::caller::PeerAddress>();
+        BucketKey::Address(peer.map(|p| p.0.ip()))
+    } else {
+        BucketKey::Named(caller)
+    };
+    if let Some(wait) = st.bad_requests.refused(&key, Instant::now()) {
+        st.metrics.bad_requests_limited();
+        return ApiError {
+            retry_after: Some(wait.as_secs_f64().ceil().max(1.0) as u64),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many bad requests from this caller, retry later",
+            )
+        }
+        .into_response();
+    }
+    let resp = next.run(req).await;
+    if resp.status().is_client_error() {
+        st.bad_requests.bad_request(key, Instant::now());
+    }
+    resp
+}
+
 // ---------------------------------------------------------------------------------------------
 // The prove and verify routes
 
@@ -490,7 +538,7 @@ async fn prove<B: ProofBackend>(
             st.prove.retry_after_secs(&caller),
         ));
     }
-    let prepared = prepare(&backend, instance, body).await?;
+    let prepared = prepare(&st, &backend, instance, body).await?;
     let slot = admit_proof(&st, &ctx, &caller).await?;
     let out = st
         .prove
@@ -587,17 +635,28 @@ async fn read_body(body: Body, limit: usize) -> Result<RequestBody, ApiError> {
     Ok(RequestBody::take(bytes))
 }
 
-/// Strict parse and every check of the statement, on the blocking pool (cheap, but not free).
-/// The body is not needed past parsing: it goes (and is wiped) with the job, before the request
-/// queues or is refused.
+/// Strict parse and every check of the statement, on the request checks' own bounded pool
+/// ([`CheckPool`]; cheap, but not free): 503 at once when it and its queue are full. The body
+/// is not needed past parsing: it goes (and is wiped) with the job, before the request queues
+/// or is refused; a body refused by a full pool is dropped (and wiped) here.
 async fn prepare<B: ProofBackend>(
+    st: &AppState<B>,
     backend: &Arc<B>,
     instance: Instance,
     body: RequestBody,
 ) -> Result<B::Prepared, ApiError> {
     let backend = backend.clone();
-    let prepared = tokio::task::spawn_blocking(move || backend.prepare(instance, &body))
+    let prepared = st
+        .checks
+        .run(move || backend.prepare(instance, &body))
         .await
+        .map_err(|_| {
+            st.metrics.check_refused();
+            ApiError::unavailable(
+                "server busy: the request checks' queue is full, retry later",
+                1,
+            )
+        })?
         .map_err(|_| ApiError::internal("request validation failed unexpectedly"))??;
     Ok(prepared)
 }
@@ -669,6 +728,7 @@ async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Respons
         st.is_draining(),
         st.prove.gauges(),
         st.verify.gauges(),
+        st.checks.pending(),
     );
     st.prove.render_callers(&mut text);
     if let Some(backend) = st.backend() {

@@ -70,6 +70,11 @@ pub fn check_name(name: &str) -> Result<Caller, String> {
 #[derive(Clone, Debug)]
 pub struct CertificateCaller(pub Caller);
 
+/// The address a request's connection comes from, attached by the transport: what tells
+/// anonymous callers apart for the bad-request limit ([`crate::bad_requests`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PeerAddress(pub std::net::SocketAddr);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -142,6 +142,27 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_VERIFY_QUEUE_DEPTH", default_value_t = 16)]
     pub verify_queue_depth: u32,
 
+    /// Threads that parse and check proving requests before they queue (the native checks of
+    /// `prepare`) [default: the CPUs].
+    #[arg(long, env = "ENYGMA_CHECK_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub check_threads: Option<u32>,
+
+    /// Proving requests waiting for a check thread; past it, 503 with `Retry-After` before any
+    /// check runs [default: the proving queue's depth, so that a burst the proving queue takes
+    /// is not shed by its checks; the check threads alone bound the CPU they use].
+    #[arg(long, env = "ENYGMA_CHECK_QUEUE_DEPTH")]
+    pub check_queue_depth: Option<u32>,
+
+    /// Bad requests (answers in 4xx after the token check) one caller may send at once before
+    /// it gets 429 with `Retry-After`; per caller name, or per IP address for anonymous callers.
+    /// 0 turns the limit off.
+    #[arg(long, env = "ENYGMA_BAD_REQUEST_BURST", default_value_t = 20)]
+    pub bad_request_burst: u32,
+
+    /// Bad requests per second a caller's allowance refills at, after its burst.
+    #[arg(long, env = "ENYGMA_BAD_REQUEST_RATE", default_value_t = 2.0)]
+    pub bad_request_rate: f64,
+
     /// How proving slots are given out: `fair`, a queue per caller (named by its token or
     /// client certificate; unnamed callers share the `anonymous` queue) served by weighted
     /// deficit round robin, each caller shed (503, Retry-After) from its own share; or `fifo`,
@@ -216,6 +237,13 @@ pub struct AdmissionConfig {
     pub pin_cpus: bool,
     /// Fair shares per caller; `None` for the one FIFO queue (`--admission fifo`).
     pub fair: Option<FairConfig>,
+    /// `--check-threads`, `--check-queue-depth` ([`crate::check_pool`]).
+    pub check_threads: usize,
+    pub check_queue_depth: usize,
+    /// `--bad-request-burst`, and the time `--bad-request-rate` refills one token in
+    /// ([`crate::bad_requests`]).
+    pub bad_request_burst: u32,
+    pub bad_request_refill: Duration,
 }
 
 /// `--admission`.
@@ -407,6 +435,14 @@ impl Args {
             verify_max_inflight: self.verify_max_inflight as usize,
             verify_queue_depth: self.verify_queue_depth as usize,
             pin_cpus: self.pin_cpus,
+            check_threads: self.check_threads.map_or(cpus, |n| n as usize),
+            check_queue_depth: self.check_queue_depth.map_or(queue_depth, |n| n as usize),
+            bad_request_burst: self.bad_request_burst,
+            bad_request_refill: if self.bad_request_rate > 0.0 {
+                Duration::from_secs_f64(1.0 / self.bad_request_rate)
+            } else {
+                Duration::MAX
+            },
             fair: (self.admission == AdmissionMode::Fair).then(|| FairConfig {
                 weights: self.caller_weights.clone(),
                 callers: Vec::new(),
@@ -543,6 +579,12 @@ pub struct AccessArgs {
     #[arg(long, env = "ENYGMA_MAX_CONNECTION_AGE", default_value = "10m",
           value_parser = parse_nonzero_duration)]
     pub max_connection_age: Duration,
+
+    /// Start even when the TLS private key or a token file is readable by group or others, or
+    /// a proving key is writable by them (a warning instead of a refusal): for the setups whose
+    /// files cannot be owner-only, e.g. a Kubernetes Secret volume mounted with `fsGroup`.
+    #[arg(long, env = "ENYGMA_ALLOW_SHARED_SECRET_FILES")]
+    pub allow_shared_secret_files: bool,
 }
 
 /// A duration flag that must be more than zero.
@@ -584,6 +626,20 @@ impl AccessArgs {
         })
     }
 
+    /// The secret files configured, with the flag that names each (checked by
+    /// [`crate::file_modes`] before the server starts).
+    pub fn secret_files(&self) -> Vec<(&'static str, PathBuf, crate::file_modes::FileKind)> {
+        use crate::file_modes::FileKind::Secret;
+        [
+            ("--tls-key", &self.tls_key),
+            ("--auth-token-file", &self.auth_token_file),
+            ("--metrics-token-file", &self.metrics_token_file),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| Some((flag, path.clone()?, Secret)))
+        .collect()
+    }
+
     /// What an operator must hear at start (once, at WARN, one line per missing protection):
     /// the API served beyond loopback without TLS, or without bearer tokens or client
     /// certificates, and what anyone on the network can then do. The default stays open for
@@ -621,6 +677,27 @@ mod tests {
     #[test]
     fn clap_definition_is_valid() {
         Args::command().debug_assert();
+    }
+
+    #[test]
+    fn the_secret_files_are_the_tls_key_and_the_token_files() {
+        let args = crate::test_support::args(&[]).unwrap();
+        assert!(args.access.secret_files().is_empty());
+        assert!(!args.access.allow_shared_secret_files);
+        let args = crate::test_support::args(&[
+            "--tls-cert=c.pem",
+            "--tls-key=k.pem",
+            "--auth-token-file=t",
+            "--metrics-token-file=m",
+            "--allow-shared-secret-files",
+        ])
+        .unwrap();
+        let flags: Vec<&str> = args.access.secret_files().iter().map(|f| f.0).collect();
+        assert_eq!(
+            flags,
+            ["--tls-key", "--auth-token-file", "--metrics-token-file"]
+        );
+        assert!(args.access.allow_shared_secret_files);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use tracing_subscriber::EnvFilter;
 
 use enygma_server::auth::{Auth, TokenFile};
 use enygma_server::config::{AccessArgs, AdminBind, Args, LogFormat};
+use enygma_server::file_modes::{self, FileKind};
 use enygma_server::prover::{missing_proving_keys, non_ceremony_keys, RealBackend};
 use enygma_server::tls::Tls;
 use enygma_server::transport::Transport;
@@ -98,6 +99,18 @@ async fn run(args: Args) -> Exit {
         }
     }
     let access = &args.access;
+    if let Err(refused) = check_file_modes(&args, &hosted) {
+        if access.allow_shared_secret_files {
+            for line in refused.lines() {
+                tracing::warn!("--allow-shared-secret-files: {line}");
+            }
+        } else {
+            for line in refused.lines() {
+                tracing::error!("not starting: {line}");
+            }
+            return Exit::Startup;
+        }
+    }
     let (tls, auth) = match (load_tls(access), load_auth(access)) {
         (Ok(tls), Ok(auth)) => (tls, auth),
         (Err(e), _) | (_, Err(e)) => {
@@ -218,6 +231,17 @@ async fn bind_admin(bind: AdminBind) -> Result<Option<tokio::net::TcpListener>, 
         "admin listening (plain HTTP, no tokens)"
     );
     Ok(Some(listener))
+}
+
+/// The modes of the configured secrets and of the hosted instances' proving keys
+/// ([`enygma_server::file_modes`]).
+fn check_file_modes(args: &Args, hosted: &[enygma_prover::Instance]) -> Result<(), String> {
+    let mut files = args.access.secret_files();
+    files.extend(hosted.iter().map(|&i| {
+        let key = enygma_prover::keys::KeyPaths::new(&args.keys_dir, i).proving;
+        ("--keys-dir", key, FileKind::ProvingKey)
+    }));
+    file_modes::check_all(&files)
 }
 
 fn load_tls(access: &AccessArgs) -> Result<Option<Arc<Tls>>, String> {

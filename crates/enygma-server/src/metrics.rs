@@ -212,6 +212,10 @@ pub struct Metrics {
     proofs_in_flight_peak: AtomicU64,
     proofs_discarded: AtomicU64,
     proof_panics: AtomicU64,
+    /// Proving requests refused because the request checks' pool and queue were full.
+    checks_refused: AtomicU64,
+    /// Requests refused with 429: their caller sent too many bad requests.
+    bad_requests_limited: AtomicU64,
     /// Indexed by [`AuthScope`], then [`AuthFailure`].
     auth_rejected: [[AtomicU64; 2]; 2],
     pub connections: ConnectionCounters,
@@ -262,6 +266,8 @@ impl Metrics {
             proofs_in_flight_peak: AtomicU64::new(0),
             proofs_discarded: AtomicU64::new(0),
             proof_panics: AtomicU64::new(0),
+            checks_refused: AtomicU64::new(0),
+            bad_requests_limited: AtomicU64::new(0),
             auth_rejected: Default::default(),
             connections: ConnectionCounters::default(),
         }
@@ -288,6 +294,16 @@ impl Metrics {
     }
 
     /// Records a proof of a hosted instance (others are not counted).
+    /// A request refused with 429 ([`crate::bad_requests`]).
+    pub fn bad_requests_limited(&self) {
+        self.bad_requests_limited.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A proving request refused before its checks: their pool and queue were full.
+    pub fn check_refused(&self) {
+        self.checks_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn observe_proof(&self, instance: Instance, witness: Duration, prove: Duration) {
         if let Some(p) = self.proofs.iter().find(|p| p.instance == instance) {
             p.witness.observe(witness);
@@ -343,6 +359,7 @@ impl Metrics {
         draining: bool,
         prove: QueueGauges,
         verify: QueueGauges,
+        check_pending: usize,
     ) -> String {
         let gauges = [(QueueKind::Prove, prove), (QueueKind::Verify, verify)];
         let mut out = String::with_capacity(8 * 1024);
@@ -353,6 +370,35 @@ impl Metrics {
         self.render_queues(o, &gauges);
         self.render_proof_times(o);
         self.render_admission_estimates(o, &gauges);
+        header(
+            o,
+            "enygma_check_pending",
+            "gauge",
+            "Proving requests being checked or waiting for a check thread.",
+        );
+        let _ = writeln!(o, "enygma_check_pending {check_pending}");
+        header(
+            o,
+            "enygma_check_refused_total",
+            "counter",
+            "Proving requests refused with 503 before their checks: the check pool and its queue were full.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_check_refused_total {}",
+            self.checks_refused.load(Ordering::Relaxed)
+        );
+        header(
+            o,
+            "enygma_bad_requests_limited_total",
+            "counter",
+            "Requests refused with 429 because their caller sent too many bad requests.",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_bad_requests_limited_total {}",
+            self.bad_requests_limited.load(Ordering::Relaxed)
+        );
         self.render_access(o);
         out
     }
@@ -750,6 +796,7 @@ mod tests {
                 service_time: Some(Duration::from_millis(350)),
             },
             QueueGauges::default(),
+            0,
         );
         for line in [
             "enygma_ready 1",
@@ -789,7 +836,13 @@ mod tests {
             Duration::from_millis(1),
             Duration::from_millis(2),
         );
-        let text = one.render(true, false, QueueGauges::default(), QueueGauges::default());
+        let text = one.render(
+            true,
+            false,
+            QueueGauges::default(),
+            QueueGauges::default(),
+            0,
+        );
         let series: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("enygma_prove_seconds_count"))

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use enygma_prover::{keys, statements::Instance, MissingKeys, Prepared, ProofResponse, Prover};
+use enygma_prover::{keys, statements::Instance, MissingKeys, Prepared, Prover};
 
 use crate::backend::{BackendError, KeyRecord, ProofBackend, ProofOutput};
 
@@ -80,16 +80,7 @@ impl ProofBackend for RealBackend {
     }
 
     fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError> {
-        // serde's messages can quote input; report only where the JSON went wrong.
-        let response: ProofResponse = serde_json::from_slice(proof_json).map_err(|e| {
-            BackendError::BadRequest(format!(
-                "invalid proof JSON ({:?} error at line {} column {}): expected the 200 body of {}",
-                e.classify(),
-                e.line(),
-                e.column(),
-                instance.prove_path(),
-            ))
-        })?;
+        let response = enygma_prover::parse_proof_response(instance, proof_json)?;
         Ok(self.0.verify(instance, &response)?)
     }
 

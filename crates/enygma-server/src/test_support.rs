@@ -55,11 +55,11 @@ impl ProofBackend for SleepingBackend {
         })
     }
 
-    /// A sleeping prover makes no proofs, so no proof verifies.
-    fn verify(&self, _instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError> {
-        serde_json::from_slice::<enygma_prover::ProofResponse>(proof_json)
-            .map(|_| false)
-            .map_err(|_| BackendError::BadRequest("invalid proof JSON".into()))
+    /// The real parse of a proof response; a sleeping prover makes no proofs, so no proof
+    /// verifies.
+    fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError> {
+        enygma_prover::parse_proof_response(instance, proof_json)?;
+        Ok(false)
     }
 }
 

@@ -33,6 +33,9 @@ mod shares;
 /// The admin listener beside an API listener that requires mTLS and tokens.
 mod admin;
 
+/// Request-level refusals with the real request parser.
+mod requests;
+
 const SECRET: &str = "31415926535897932384626433832795028841971";
 const T: Duration = Duration::from_secs(20);
 
@@ -48,6 +51,9 @@ struct FakeReq {
     instance: String,
     #[serde(default)]
     ms: u64,
+    /// How long the checks take.
+    #[serde(default)]
+    check_ms: u64,
     /// Busy-spin instead of sleeping (to load the CPU).
     #[serde(default)]
     spin: bool,
@@ -87,6 +93,7 @@ impl ProofBackend for Fake {
                 "check 12 (nullifier) failed".into(),
             )),
             _ => {
+                std::thread::sleep(Duration::from_millis(req.check_ms));
                 req.instance = instance.key_stem();
                 Ok(req)
             }
@@ -214,6 +221,11 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         verify_max_inflight: 2,
         verify_queue_depth: 4,
         pin_cpus: false,
+        check_threads: 2,
+        check_queue_depth: queue_depth.max(8),
+        // Off: these tests send many bad requests on purpose; the limit has tests of its own.
+        bad_request_burst: 0,
+        bad_request_refill: Duration::from_millis(500),
         // The default admission: one caller here, so its queue is the FIFO's.
         fair: Some(crate::config::FairConfig::equal(
             queue_depth,

@@ -58,7 +58,7 @@ use tokio::sync::watch;
 use tokio::time::Sleep;
 use tower::ServiceExt;
 
-use crate::caller::{Caller, CertificateCaller};
+use crate::caller::{Caller, CertificateCaller, PeerAddress};
 use crate::metrics::Metrics;
 use crate::tls::Tls;
 
@@ -343,6 +343,7 @@ async fn serve_http<I>(
                 req.extensions_mut()
                     .insert(CertificateCaller(caller.clone()));
             }
+            req.extensions_mut().insert(PeerAddress(peer));
             let app = app.clone();
             async move {
                 let resp = app.oneshot(req).await;

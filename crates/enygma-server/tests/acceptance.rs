@@ -85,6 +85,9 @@ impl Server {
                 "127.0.0.1:0",
                 "--log-format",
                 "json",
+                // These tests send many bad requests from one address on purpose.
+                "--bad-request-burst",
+                "0",
                 "--keys-dir",
             ])
             .arg(&keys)

@@ -15,6 +15,7 @@
 //!
 //! - [`decimal`]: canonical decimal field elements, the one parser and renderer of the
 //!   workspace (the prover's request parser uses it too).
+//! - [`json`]: the rule that a key appears once per object, for every request and proof body.
 //!
 //! The crate depends on arkworks, serde, serde_json, hex, thiserror and zeroize only.
 
@@ -25,6 +26,7 @@ pub mod arkworks;
 pub mod decimal;
 mod error;
 pub mod fixtures;
+pub mod json;
 mod points;
 pub mod response;
 pub mod snarkjs;

@@ -30,8 +30,10 @@ pub struct ProofResponse {
 }
 
 impl ProofResponse {
-    /// Parses the JSON shape only (no value checks; see [`ProofResponse::to_proof`]).
+    /// Parses the JSON shape only (no value checks; see [`ProofResponse::to_proof`]). A key
+    /// repeated in an object is refused ([`crate::json`]).
     pub fn from_json(json: &str) -> Result<Self, Error> {
+        crate::json::check_unique_keys(json.as_bytes()).map_err(|e| Error::Json(e.to_string()))?;
         Ok(serde_json::from_str(json)?)
     }
 

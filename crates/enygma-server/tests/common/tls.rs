@@ -96,6 +96,11 @@ impl Issued {
         let key = dir.join(format!("{prefix}.key"));
         std::fs::write(&cert, &self.cert_pem).unwrap();
         std::fs::write(&key, &self.key_pem).unwrap();
+        // Owner-only, as the server requires of a private key.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         (cert, key)
     }
 }
