@@ -275,7 +275,13 @@ fn shared_responses() -> Value {
             error.clone(), &[]),
         "Unavailable": json_response(
             "Shed at once: the queue is full, or the expected wait is longer than \
-             --queue-timeout; or the keys are still loading. Retry after Retry-After.",
+             --queue-timeout; or the request checks' own queue is full; or the keys are still \
+             loading. Retry after Retry-After.",
+            error.clone(), &["Retry-After"]),
+        "TooManyBadRequests": json_response(
+            "This caller (its token's name; anonymous callers by address) had too many answers \
+             in 4xx lately (--bad-request-burst, --bad-request-rate): refused before the request \
+             is read. Retry after Retry-After.",
             error.clone(), &["Retry-After"]),
         "QueueTimeout": json_response(
             "Waited longer than --queue-timeout for a slot.",
@@ -336,6 +342,7 @@ fn prove_operation(instance: &Instance, stem: &str) -> Value {
             "408": response_ref("RequestTimeout"),
             "413": response_ref("PayloadTooLarge"),
             "422": response_ref("CheckFailed"),
+            "429": response_ref("TooManyBadRequests"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
             "500": response_ref("Internal"),
             "503": response_ref("Unavailable"),
@@ -375,6 +382,7 @@ fn verify_operation(instance: &Instance, stem: &str) -> Value {
             "404": not_hosted(instance),
             "408": response_ref("RequestTimeout"),
             "413": response_ref("PayloadTooLarge"),
+            "429": response_ref("TooManyBadRequests"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
             "500": response_ref("Internal"),
             "503": response_ref("Unavailable"),
@@ -423,6 +431,7 @@ fn other_k_operation(name: &str, action: &str, sizes: &std::ops::RangeInclusive<
                 &[],
             ),
             "401": response_ref("Unauthorized"),
+            "429": response_ref("TooManyBadRequests"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
         },
     })
@@ -576,6 +585,7 @@ fn service_operations() -> Vec<(&'static str, Value)> {
                         &[],
                     ),
                     "401": response_ref("Unauthorized"),
+                    "429": response_ref("TooManyBadRequests"),
                     "431": too_large,
                     "500": response_ref("Internal"),
                 },
