@@ -28,26 +28,38 @@ pub fn l_biguint() -> &'static BigUint {
 
 /// L as an element of BN254's scalar field (L < r).
 pub fn l_fr() -> Fr {
-    Fr::from(l_biguint().clone())
+    static L: OnceLock<Fr> = OnceLock::new();
+    *L.get_or_init(|| Fr::from(l_biguint().clone()))
 }
 
-/// L as the big integer of [`l_fr`], for scalar multiplication.
+/// L as the big integer of [`l_fr`], for scalar multiplication and comparisons.
 pub fn l_fr_bigint() -> <Fr as PrimeField>::BigInt {
     l_fr().into_bigint()
 }
 
+/// The canonical integer of `x` on the heap, for public values and tests only: the secret
+/// values' helpers ([`div_rem`], [`crate::amount::is_valid`]) work on the field element's fixed
+/// limbs and wipe their copy, leaving nothing behind in freed memory.
 pub fn to_biguint(x: &Fr) -> BigUint {
     BigUint::from_bytes_le(&x.into_bigint().to_bytes_le())
 }
 
-/// `(quotient, remainder)` of the canonical integer of `x` divided by L.
+/// `(quotient, remainder)` of the canonical integer of `x` divided by L. The values reduced are
+/// often secret (a key's hash, a balance): the canonical integer is copied into four limbs on
+/// the stack, reduced by at most seven subtractions of L (r < 8L), and wiped.
 pub fn div_rem(x: &Fr) -> (u8, Fr) {
-    let n = to_biguint(x);
-    let l = l_biguint();
-    let q = &n / l;
-    let rem = &n % l;
-    let q = u8::try_from(q).expect("r < 8L, so the quotient is at most 7");
-    (q, Fr::from(rem))
+    use zeroize::Zeroize;
+    let l = l_fr_bigint();
+    let mut n = x.into_bigint();
+    let mut q = 0u8;
+    while n >= l {
+        n.sub_with_borrow(&l);
+        q += 1;
+    }
+    debug_assert!(q <= 7, "r < 8L, so the quotient is at most 7");
+    let rem = Fr::from_bigint(n).expect("a remainder below L is below r");
+    n.0.zeroize();
+    (q, rem)
 }
 
 /// The canonical integer of `x` modulo L, as a field element.
@@ -91,6 +103,23 @@ mod tests {
         let (q, rem) = div_rem(&minus_one);
         assert_eq!(q, 7);
         assert_eq!(Fr::from(7u64) * l + rem, minus_one);
+    }
+
+    #[test]
+    fn limbs_agree_with_big_integer_division() {
+        use ark_std::{test_rng, UniformRand};
+        let l = l_fr();
+        let mut rng = test_rng();
+        let edges = (0..8u64).flat_map(|k| {
+            let kl = Fr::from(k) * l;
+            [kl, kl + Fr::ONE, kl - Fr::ONE]
+        });
+        for x in edges.chain((0..500).map(|_| Fr::rand(&mut rng))) {
+            let n = to_biguint(&x);
+            let expected_q = u8::try_from(&n / l_biguint()).unwrap();
+            let expected_rem = Fr::from(&n % l_biguint());
+            assert_eq!(div_rem(&x), (expected_q, expected_rem), "x = {x}");
+        }
     }
 
     #[test]
