@@ -10,13 +10,18 @@ command -v cargo >/dev/null || { echo "cargo is required" >&2; exit 1; }
 command -v npm >/dev/null || { echo "node and npm are required for verifier-tests/" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is required for scripts/schemathesis.sh" >&2; exit 1; }
 
+# Each step's start and the time since the suite began, so a slow step shows in the log.
+step() { echo "==== [$(date -u +%T), ${SECONDS}s] $*" >&2; }
+
 # Lints first: formatting, and clippy on every target with warnings as errors.
+step "lints"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The measurement-only code (enygma-prover's `bench` feature: examples/proof_phases.rs).
 cargo clippy -p enygma-prover --all-targets --features bench -- -D warnings
 
 # The integration tests spawn these binaries (debug profile; arkworks is optimised even there).
+step "debug build of the binaries"
 cargo build --workspace --bins
 bin="${CARGO_TARGET_DIR:-$PWD/target}/debug"  # absolute: tests run from their crate directories
 export ENYGMA_SERVER_BIN="${ENYGMA_SERVER_BIN:-$bin/enygma-server}"
@@ -26,6 +31,7 @@ export ENYGMA_SERVER_BIN="${ENYGMA_SERVER_BIN:-$bin/enygma-server}"
 
 # The ceremony test's throw-away phase 1 (snarkjs, mostly one core, minutes) runs beside the Rust
 # tests, which leave a core idle much of the time.
+step "npm packages; throw-away phase 1 in the background"
 (cd verifier-tests && npm ci --no-audit --no-fund --loglevel=error)
 ceremony_dir="$(mktemp -d)"
 phase1=""
@@ -33,22 +39,30 @@ trap '[ -z "$phase1" ] || kill "$phase1" 2>/dev/null; rm -rf "$ceremony_dir"' EX
 bash scripts/ceremony.sh phase1-local 13 "$ceremony_dir/phase1.ptau" >"$ceremony_dir/phase1.log" 2>&1 &
 phase1=$!
 
+step "Rust tests"
 cargo test --workspace
 
 # The OpenAPI document against the OpenAPI 3.1 meta-schema and, with schemathesis (PyPI, pinned,
 # in a venv under target/), against the live debug server: no 5xx, every answer as documented.
+step "OpenAPI and schemathesis"
 bash scripts/schemathesis.sh
 
+step "waiting for the throw-away phase 1"
 wait "$phase1" || { cat "$ceremony_dir/phase1.log" >&2; echo "the throw-away phase 1 failed" >&2; exit 1; }
 phase1=""
+step "snarkjs and EVM verifiers"
 bash verifier-tests/run.sh
 # A two-contributor ceremony for ownership-721 on that phase 1, imported, proved through the server
 # with --require-ceremony-keys, verified by snarkjs and snarkjs' Solidity verifier in an EVM.
+step "mini ceremony"
 PTAU="$ceremony_dir/phase1.ptau" bash verifier-tests/ceremony.sh
 
 # Deployment (deploy/README.md): the Kubernetes overlays render and validate offline and the alert
 # rules pass promtool's tests; then 3 replicas behind HAProxy answer a burst with one replica
 # killed and one drained. Both install what they need (Debian's haproxy and prometheus, PyPI's
 # kubernetes-validate, npm's KEDA models).
+step "Kubernetes manifests and alert rules"
 bash deploy/kubernetes/validate.sh
+step "multi-replica acceptance"
 bash deploy/local/acceptance.sh
+step "all passed"
