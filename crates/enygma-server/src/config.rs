@@ -462,7 +462,7 @@ impl Args {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transport and access control (issue 17): TLS, bearer tokens, connection-level limits.
+// Transport and access control: TLS, bearer tokens, connection-level limits.
 
 /// TLS, mTLS, bearer tokens and the connection-level limits.
 #[derive(Clone, Debug, clap::Args)]
