@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full A/B load test of issue 4, in one command (from anywhere in the repository):
+# The full A/B load test (our server capped and unlimited, and the reference), in one command (from anywhere in the repository):
 #
 #   benches/run_load.sh
 #

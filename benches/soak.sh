@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak of issue 17 (deliverable 8), in one command (from anywhere in the repository):
+# The soak test (throughput and memory held steady for 30 minutes), in one command (from anywhere in the repository):
 #
 #   benches/soak.sh
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The OpenAPI document against the live server (issue 17, deliverable 6), called by
+# The OpenAPI document against the live server, called by
 # scripts/test.sh after `cargo test`:
 #   1. validates the committed crates/enygma-server/openapi.json against the OpenAPI 3.1
 #      meta-schema (openapi-spec-validator);

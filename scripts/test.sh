@@ -42,6 +42,9 @@ phase1=$!
 step "Rust tests"
 cargo test --workspace
 
+# The README's quick start, its marked blocks run against the debug server (seconds).
+bash scripts/quickstart.sh
+
 # The OpenAPI document against the OpenAPI 3.1 meta-schema and, with schemathesis (PyPI, pinned,
 # in a venv under target/), against the live debug server: no 5xx, every answer as documented.
 step "OpenAPI and schemathesis"

@@ -11,8 +11,8 @@
 //!
 //! What this cannot reach: copies the compiler makes of a `T` on the stack while computing with
 //! it (a `Poseidon` call's arguments, the gadgets' own copies during synthesis), which are
-//! overwritten as the stack is reused but not wiped; see the server README's "Secrets in
-//! memory" for the whole list.
+//! overwritten as the stack is reused but not wiped; see "Secrets in memory" in
+//! `docs/security.md` for the whole list.
 
 use std::{
     fmt,

@@ -22,7 +22,7 @@ use rand::SeedableRng;
 #[derive(Parser)]
 #[command(
     name = "enygma",
-    version,
+    version = enygma_build_info::LONG_VERSION,
     about = "Groth16 prover for the Rayls Enygma statements (`enygma info` lists them)"
 )]
 struct Cli {

@@ -1,6 +1,6 @@
 //! The verifier artifacts committed in `keys/` are what `enygma export-vk` makes from the committed
 //! verifying keys, and `export-proof` / `verifier-fixtures` produce files that convert back to
-//! the proof.
+//! the proof; and `--version` names the build.
 
 use std::{
     path::{Path, PathBuf},
@@ -49,6 +49,29 @@ fn enygma_err(args: &[&str]) -> String {
     let out = enygma(args);
     assert!(!out.status.success(), "enygma {args:?} succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `enygma --version` prints the package version and the git commit of the checkout it was built
+/// in (whether the tree is dirty may have changed since the build; the hash may not).
+#[test]
+fn version_names_the_package_version_and_the_git_commit() {
+    let text = String::from_utf8(enygma_ok(&["--version"])).unwrap();
+    let commit = text
+        .trim()
+        .strip_prefix(&format!("enygma {} (commit ", env!("CARGO_PKG_VERSION")))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("unexpected --version output {text:?}"));
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(repo())
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned());
+    assert_eq!(
+        commit.strip_suffix("-dirty").unwrap_or(commit),
+        head.as_deref().unwrap_or("unknown")
+    );
 }
 
 /// `enygma export-vk --k K --format FORMAT --keys-dir DIR` and `extra`.

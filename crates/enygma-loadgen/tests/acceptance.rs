@@ -1,4 +1,4 @@
-//! Acceptance tests of issue 4 against the real `enygma-server` on 127.0.0.1.
+//! Acceptance tests of the load generator against the real `enygma-server` on 127.0.0.1.
 //!
 //! They need the server binary: `target/debug/enygma-server` (build it first with
 //! `cargo build -p enygma-server`), or the path in `ENYGMA_SERVER_BIN`. Keys come from the

@@ -1,4 +1,4 @@
-//! The fuzzing entry point (issue 17, deliverable 7), shared by the cargo-fuzz target
+//! The fuzzing entry point, shared by the cargo-fuzz target
 //! (`fuzz/fuzz_targets/prepare.rs`) and the stable replay test (`tests/fuzz_replay.rs`), so that
 //! both drive exactly the same code: [`prepare`](crate::prepare), i.e. a statement's strict
 //! request parser and then its native checks, which must refuse any input with an error and

@@ -574,7 +574,7 @@ pub fn proof_of(
 
 #[cfg(test)]
 mod secret_hygiene_tests {
-    //! Deliverable 3 of issue 17: parsed inputs print no secret, and the buffers the proof path
+    //! Secrets in memory: parsed inputs print no secret, and the buffers the proof path
     //! derives from them read zero once the proof is done.
     use super::*;
     use crate::{statements::RequestSpec, wipe::test_log};

@@ -7,7 +7,7 @@
 //! The decimal format itself (and [`to_decimal`]) is owned by [`enygma_verifier::decimal`], which
 //! also reads proof responses: one parser, one wording, for requests and proofs.
 //!
-//! Secret hygiene (see the server README's "Secrets in memory"): a private value is parsed
+//! Secret hygiene (see "Secrets in memory" in `docs/security.md`): a private value is parsed
 //! straight from its JSON string into a [`Secret`] (zeroized on drop), with no heap
 //! intermediate: the decimal digits are accumulated into fixed 256-bit limbs on the stack. Arrays
 //! are allocated at their final length before the first element goes in, so no reallocation

@@ -1,4 +1,4 @@
-//! The stable stand-in for a fuzz smoke run in CI (issue 17, deliverable 7): the seed corpus
+//! The stable stand-in for a fuzz smoke run in CI: the seed corpus
 //! and a few thousand deterministic mutations of it go through the fuzz target's entry point
 //! (`enygma_prover::fuzzing::prepare_input`: every statement's parser, then its checks), and
 //! none may panic. The cargo-fuzz target itself needs nightly and runs with `scripts/fuzz.sh`.

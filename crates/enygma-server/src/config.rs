@@ -28,7 +28,12 @@ pub enum LogFormat {
 /// Every flag can also be set through the environment variable shown with it. Log verbosity
 /// follows RUST_LOG (default "info").
 #[derive(Clone, Debug, Parser)]
-#[command(name = "enygma-server", version, about, long_about)]
+#[command(
+    name = "enygma-server",
+    version = enygma_build_info::LONG_VERSION,
+    about,
+    long_about
+)]
 pub struct Args {
     /// Address to listen on.
     #[arg(long, env = "ENYGMA_BIND", default_value = "0.0.0.0")]
@@ -72,7 +77,7 @@ pub struct Args {
 
     /// Precompute fixed-base MSM tables for these hosted circuits at key load, before /readyz
     /// turns ready: their proofs take about 0.7x the time, for about (D + 2V + 3B) KiB each
-    /// (143.5 MiB for transfer-k6; the server README has every instance's size, and the start-up
+    /// (143.5 MiB for transfer-k6; docs/running.md has every instance's size, and the start-up
     /// log each table's). `none`, `all` (every hosted circuit), or a comma-separated list of
     /// key stems and statement names as in --circuits.
     #[arg(long, env = "ENYGMA_PRECOMPUTE", value_name = "none|all|LIST",
@@ -462,7 +467,7 @@ impl Args {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transport and access control (issue 17): TLS, bearer tokens, connection-level limits.
+// Transport and access control: TLS, bearer tokens, connection-level limits.
 
 /// TLS, mTLS, bearer tokens and the connection-level limits.
 #[derive(Clone, Debug, clap::Args)]

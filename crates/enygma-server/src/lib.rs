@@ -78,7 +78,7 @@
 //! budget with its per-address cap and its share for unauthenticated connections, handshake,
 //! header and body deadlines, the maximum connection age, graceful drain); [`auth`] checks bearer tokens right inside
 //! the observer, before any other stage, so a refused request is logged and counted but never
-//! reads its body or takes a queue place. See the server README for the threat model.
+//! reads its body or takes a queue place. See `docs/security.md` for the threat model.
 //!
 //! # Observability
 //! One log line per request (target `enygma_server::access`; text or JSON): request id (an

@@ -26,6 +26,11 @@ fn main() -> ExitCode {
     init_tracing(args.log_format);
     install_panic_hook();
     tracing::info!(
+        version = enygma_build_info::VERSION,
+        commit = enygma_build_info::COMMIT,
+        "enygma-server starting"
+    );
+    tracing::info!(
         mmap_threshold = malloc.mmap_threshold.map(|n| n as u64),
         arena_max = malloc.arena_max.map(|n| n as u64),
         "malloc settings (unset: the environment's or glibc's)"

@@ -364,6 +364,7 @@ impl Metrics {
         let gauges = [(QueueKind::Prove, prove), (QueueKind::Verify, verify)];
         let mut out = String::with_capacity(8 * 1024);
         let o = &mut out;
+        render_build_info(o);
         render_lifecycle(o, ready, draining);
         self.render_requests(o);
         self.render_proofs(o);
@@ -717,6 +718,23 @@ impl Metrics {
     }
 }
 
+/// `enygma_build_info`: which version and commit this process runs, so that a dashboard or a
+/// rollout check can tell replicas of different builds apart.
+fn render_build_info(o: &mut String) {
+    header(
+        o,
+        "enygma_build_info",
+        "gauge",
+        "1, labelled with the version and the git commit the server was built from.",
+    );
+    let _ = writeln!(
+        o,
+        "enygma_build_info{{version=\"{}\",commit=\"{}\"}} 1",
+        enygma_build_info::VERSION,
+        enygma_build_info::COMMIT
+    );
+}
+
 /// Whether the service is ready (keys loaded) and whether it is draining.
 fn render_lifecycle(o: &mut String, ready: bool, draining: bool) {
     header(
@@ -765,6 +783,27 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exports_the_build_version_and_commit() {
+        let text = Metrics::new().render(
+            false,
+            false,
+            QueueGauges::default(),
+            QueueGauges::default(),
+            0,
+        );
+        let line = format!(
+            "enygma_build_info{{version=\"{}\",commit=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION"),
+            enygma_build_info::COMMIT
+        );
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+        assert!(text.contains("# TYPE enygma_build_info gauge"));
+    }
 
     #[test]
     fn renders_prometheus_text() {

@@ -1267,7 +1267,7 @@ async fn dvp_routes_reach_the_backend_under_the_shared_admission() {
     assert_eq!(s.stop().await, Exit::Clean);
 }
 
-/// Issue 17, deliverable 3: a proving request's body is wiped (every byte of its buffer read back
+/// A proving request's body is wiped (every byte of its buffer read back
 /// as zero before it is freed) whatever the outcome: proved, refused by the parser (400) or a
 /// check (422), failed in the prover (500), or shed (503). Each body has its own length, which
 /// identifies its record in the wipe log.

@@ -298,7 +298,7 @@ fn refusal_reason(error: &Error) -> String {
         if let Some(webpki::Error::UnsupportedCertVersion) = inner.downcast_ref::<webpki::Error>() {
             return "an X.509 v1 certificate: client certificates must be X.509 v3 (issue it \
                     with extensions: basicConstraints, keyUsage, extendedKeyUsage=clientAuth, \
-                    subjectAltName; see the server README)"
+                    subjectAltName; see docs/security.md)"
                 .into();
         }
     }

@@ -74,7 +74,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// How long an idle connection asked to close may take to do so before it is dropped.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// Connection-level limits (see the module documentation and the server README).
+/// Connection-level limits (see the module documentation and `docs/security.md`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub header_read_timeout: Duration,

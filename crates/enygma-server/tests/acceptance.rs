@@ -1,4 +1,4 @@
-//! Acceptance tests of issue 3 over real HTTP on 127.0.0.1: the real `enygma-server` binary with
+//! Acceptance tests of the service over real HTTP on 127.0.0.1: the real `enygma-server` binary with
 //! the real prover and the repository's `keys/` directory (keys are created there on first use).
 //!
 //! Every wait is bounded; the servers listen on 127.0.0.1 with an ephemeral port, and the tests
@@ -963,7 +963,7 @@ async fn deposit_and_withdraw_prove_and_verify_on_their_own_routes() {
     }
 }
 
-/// Issue 15: a replica that hosts `transfer-k6` alone loads only its keys, answers its routes,
+/// A replica that hosts `transfer-k6` alone loads only its keys, answers its routes,
 /// 404s every other statement instance with a message, and is ready without the others' keys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_hosting_transfer_k6_alone() {
@@ -991,6 +991,16 @@ async fn a_replica_hosting_transfer_k6_alone() {
     assert_eq!(
         key_info,
         ["enygma_key_info{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\"} 1"]
+    );
+    // And which build it is: the same version and commit as `--version` and the start-up log.
+    let build_info = format!(
+        "enygma_build_info{{version=\"{}\",commit=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION"),
+        enygma_build_info::COMMIT
+    );
+    assert!(
+        metrics.lines().any(|l| l == build_info),
+        "no {build_info:?} in\n{metrics}"
     );
 
     let proof = server.prove(6, &k6).await;
@@ -1022,6 +1032,53 @@ async fn a_replica_hosting_transfer_k6_alone() {
         .map(|v| v["circuit"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(loaded, ["transfer-k6"], "only the hosted keys are loaded");
+    let starting = logs
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["message"] == "enygma-server starting")
+        .expect("a start-up line naming the build");
+    assert_eq!(
+        (&starting["version"], &starting["commit"]),
+        (
+            &serde_json::json!(env!("CARGO_PKG_VERSION")),
+            &serde_json::json!(enygma_build_info::COMMIT)
+        ),
+        "{starting}"
+    );
+}
+
+/// `--version` prints the package version and the git commit of the checkout it was built in.
+#[test]
+fn version_names_the_package_version_and_the_git_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_enygma-server"))
+        .arg("--version")
+        .output()
+        .expect("run enygma-server --version");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let commit = text
+        .trim()
+        .strip_prefix(&format!(
+            "enygma-server {} (commit ",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("unexpected --version output {text:?}"));
+    // Whether the tree is dirty may have changed since the build; the hash may not.
+    let built = commit.strip_suffix("-dirty").unwrap_or(commit);
+    assert_eq!(built, head_commit().as_deref().unwrap_or("unknown"));
+}
+
+/// The checkout's HEAD as `git rev-parse --short=12` names it, or `None` outside a checkout.
+fn head_commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// Runs the server with `args` until it exits by itself (bounded): its exit code and output.
@@ -1080,7 +1137,7 @@ fn require_keys_without_keys_refuses_to_start() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Issue 17 on the binary: TLS (HTTP/1.1 and HTTP/2) with bearer tokens, a SIGHUP that swaps
+/// Transport security on the binary: TLS (HTTP/1.1 and HTTP/2) with bearer tokens, a SIGHUP that swaps
 /// the certificate while a connection stays open, the token never in a log line, and a clean
 /// SIGTERM. Authentication comes before readiness, so none of this waits for the keys.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1275,7 +1332,7 @@ fn upper_case_keys(v: &serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// Issue 14: the three DvP endpoints over HTTP with the real prover, beside a transfer under
+/// The three DvP endpoints over HTTP with the real prover, beside a transfer under
 /// one admission: generated requests prove with `public_signal` in dvp.md's order, verify on
 /// their own route (and not with a changed public input, even one in no constraint), keys in
 /// another case and addresses without `0x` are accepted, bad requests get 400 naming the field
