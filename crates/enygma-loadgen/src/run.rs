@@ -180,7 +180,7 @@ fn standard_notes(s: &ScheduleArgs, targets: &Targets) -> Vec<String> {
 pub async fn execute(job: Job<'_>) -> Result<Report> {
     let s = job.schedule;
     std::fs::create_dir_all(job.out).with_context(|| format!("creating {}", job.out.display()))?;
-    let client = HttpClient::new(job.url, s.timeout)?;
+    let client = HttpClient::new(job.url, s.timeout)?.with_bearer(s.token.resolve()?.as_ref());
     let targets = Arc::new(Targets::from_args(&client, s)?);
     let selector = s
         .served_metric
@@ -452,7 +452,7 @@ async fn run_phases(
 /// (lazy key loading in the reference, FFT tables in ours) then falls in no phase. A failed
 /// one is reported (the returned notes) and the run goes on: a server that sheds or times out
 /// everything is still worth measuring.
-async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> Vec<String> {
+pub(crate) async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> Vec<String> {
     let mut notes = Vec::new();
     for i in 1..=n {
         let (_, uri, body) = targets.next();
