@@ -139,7 +139,7 @@ pub async fn main(args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
     };
     let exe = args.server_cmd.split_whitespace().next().unwrap_or("");
     let targets = crate::mix::Targets::from_args(
-        &crate::client::HttpClient::new("http://127.0.0.1", args.schedule.timeout)?,
+        &crate::client::HttpClient::new("http://127.0.0.1", args.schedule.client.timeout)?,
         &args.schedule,
     )?;
     eprintln!(

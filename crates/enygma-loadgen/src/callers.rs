@@ -39,10 +39,10 @@ fn settings(a: &CallersArgs, targets: &Targets, callers: &[CallerSpec]) -> Calle
             .collect(),
         duration_s: a.duration.as_secs_f64(),
         warmup_s: a.warmup.as_secs_f64(),
-        timeout_s: a.timeout.as_secs_f64(),
+        timeout_s: a.client.timeout.as_secs_f64(),
         seed: a.seed,
-        max_outstanding: a.max_outstanding,
-        honor_retry_after: !a.ignore_retry_after,
+        max_outstanding: a.client.max_outstanding,
+        honor_retry_after: !a.client.ignore_retry_after,
         prime: a.prime,
     }
 }
@@ -59,7 +59,7 @@ fn standard_notes(a: &CallersArgs) -> Vec<String> {
          or its expected wait too long); errors holds every failure by status."
             .to_string(),
     ];
-    notes.push(if a.ignore_retry_after {
+    notes.push(if a.client.ignore_retry_after {
         "Closed loops retried a shed request at once (--ignore-retry-after).".to_string()
     } else {
         "Closed loops waited a shed answer's Retry-After before their next request.".to_string()
@@ -93,8 +93,8 @@ async fn run_callers(
             live: live.clone(),
             abort: abort.clone(),
             seed: a.seed,
-            max_outstanding: a.max_outstanding,
-            honor_retry_after: !a.ignore_retry_after,
+            max_outstanding: a.client.max_outstanding,
+            honor_retry_after: !a.client.ignore_retry_after,
         };
         let (load, warmup, duration) = (c.load, a.warmup, a.duration);
         // The caller's index is its phase: its records say whose they are, and each open loop
@@ -133,11 +133,12 @@ pub async fn execute(a: &CallersArgs, abort: Arc<AtomicBool>) -> Result<CallersR
         .collect::<Vec<_>>()
         .join(" ");
     std::fs::write(a.out.join("command.txt"), command + "\n")?;
-    let base = HttpClient::new(&a.url, a.timeout)?;
+    let base = HttpClient::new(&a.url, a.client.timeout)?;
     let targets = Arc::new(Targets::single(&base, &a.endpoint, &a.requests)?);
 
-    eprintln!("waiting for {}{} ...", base.base(), a.ready_path);
-    let ready = spawn::wait_ready(&base, &a.ready_path, a.ready_timeout, None).await?;
+    eprintln!("waiting for {}{} ...", base.base(), a.client.ready_path);
+    let ready =
+        spawn::wait_ready(&base, &a.client.ready_path, a.client.ready_timeout, None).await?;
     let mut notes = prime(
         &base.with_bearer(Some(&callers[0].token)),
         &targets,

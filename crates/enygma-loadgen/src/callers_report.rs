@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::caller_spec::schedule_text;
 use crate::load::PhaseRun;
 use crate::machine::Machine;
-use crate::output::{errors_cell, f1, f2};
+use crate::output::{errors_cell, f1, f2, push_notes};
 use crate::report::{Counts, Internal, PhaseView};
 use crate::schedule::Load;
 use crate::stats::{r3, Summary};
@@ -185,13 +185,7 @@ pub fn render_markdown(r: &CallersReport) -> String {
     }
     md.push_str(&row("**total**", "", &r.total));
     md.push('\n');
-    if !r.notes.is_empty() {
-        md.push_str("## Notes\n\n");
-        for n in &r.notes {
-            let _ = writeln!(md, "- {n}");
-        }
-        md.push('\n');
-    }
+    push_notes(&mut md, &r.notes);
     md
 }
 

@@ -111,6 +111,29 @@ fn rates(s: &str) -> Result<List<f64>, String> {
         .map(List)
 }
 
+/// How the load generator talks to the server; shared by `run`, `ab` and `callers`.
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// Per-request timeout (counted as error `timeout`).
+    #[arg(long, default_value = "300s", value_parser = dur)]
+    pub timeout: Duration,
+    /// Open loop: arrivals beyond this many outstanding requests (of one caller) are not sent
+    /// and are counted as error `client_dropped`.
+    #[arg(long, default_value_t = 512)]
+    pub max_outstanding: usize,
+    /// Closed loop: retry a shed request (503 or 429) at once instead of first waiting its
+    /// `Retry-After`, like a gateway without back-off. A retry storm measures the client as
+    /// much as the server: on 2 cores it shares their CPU with the proofs.
+    #[arg(long)]
+    pub ignore_retry_after: bool,
+    /// Readiness route polled before load starts (falls back to /healthcheck on 404).
+    #[arg(long, default_value = "/readyz")]
+    pub ready_path: String,
+    /// How long to wait for the server to be ready (key loading, or creation the first time).
+    #[arg(long, default_value = "600s", value_parser = dur)]
+    pub ready_timeout: Duration,
+}
+
 /// What load to offer; shared by `run` and `ab`.
 #[derive(Args, Debug, Clone)]
 pub struct ScheduleArgs {
@@ -159,27 +182,11 @@ pub struct ScheduleArgs {
     /// for --duration after --warmup. Latency is measured from the scheduled send time.
     #[arg(long, value_name = "R[,R...]", value_parser = rates)]
     pub open_rate: Option<List<f64>>,
-    /// Per-request timeout (counted as error `timeout`).
-    #[arg(long, default_value = "300s", value_parser = dur)]
-    pub timeout: Duration,
     /// Seed of the Poisson schedule.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Open loop: arrivals beyond this many outstanding requests are not sent and are counted
-    /// as error `client_dropped`.
-    #[arg(long, default_value_t = 512)]
-    pub max_outstanding: usize,
-    /// Closed loop: retry a shed request (503 or 429) at once instead of first waiting its
-    /// `Retry-After`, like a gateway without back-off. A retry storm measures the client as
-    /// much as the server: on 2 cores it shares their CPU with the proofs.
-    #[arg(long)]
-    pub ignore_retry_after: bool,
-    /// Readiness route polled before load starts (falls back to /healthcheck on 404).
-    #[arg(long, default_value = "/readyz")]
-    pub ready_path: String,
-    /// How long to wait for the server to be ready (key loading, or creation the first time).
-    #[arg(long, default_value = "600s", value_parser = dur)]
-    pub ready_timeout: Duration,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Requests sent one at a time once the server is ready and before the first phase, and not
     /// counted: the reference loads a circuit's keys on its first request (about 9 s), which
     /// would otherwise fall into the first level; ours loads them before `/readyz` answers.
@@ -321,25 +328,11 @@ pub struct CallersArgs {
     /// Warm-up before the measured part; its requests are reported apart.
     #[arg(long, default_value = "5s", value_parser = dur)]
     pub warmup: Duration,
-    /// Per-request timeout (counted as error `timeout`).
-    #[arg(long, default_value = "300s", value_parser = dur)]
-    pub timeout: Duration,
     /// Seed of the open loops' Poisson schedules (each caller's is its own).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Open loop: arrivals beyond this many outstanding requests of one caller are not sent
-    /// (error `client_dropped`).
-    #[arg(long, default_value_t = 512)]
-    pub max_outstanding: usize,
-    /// Closed loop: retry a shed request (503 or 429) at once instead of waiting its `Retry-After`.
-    #[arg(long)]
-    pub ignore_retry_after: bool,
-    /// Readiness route polled before load starts (falls back to /healthcheck on 404).
-    #[arg(long, default_value = "/readyz")]
-    pub ready_path: String,
-    /// How long to wait for the server to be ready.
-    #[arg(long, default_value = "600s", value_parser = dur)]
-    pub ready_timeout: Duration,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Requests sent one at a time (with the first caller's token) before the run, in no caller's
     /// figures: the server's first proof warms its caches.
     #[arg(long, default_value_t = 1, value_name = "N")]

@@ -9,6 +9,8 @@
 //! minus queue) in the same run, so the bounds hold on a slow or busy machine. Each run lasts
 //! about 20 proofs (4 to 20 s).
 //!
+//! A second test checks `run --token-file` against the same kind of server (401 without it).
+//!
 //! Needs the server binary (`target/debug/enygma-server` or `ENYGMA_SERVER_BIN`) and the
 //! repository's `keys/` (the server creates ownership-721's development key if it is missing).
 
@@ -223,4 +225,69 @@ fn a_light_caller_waits_at_most_one_proof_beside_a_flooding_one() {
         fifo.proof_ms
     );
     assert!(fifo.bob_completed < fair.bob_completed);
+}
+
+/// `run --token-file` against the same server: its requests are answered with the token and
+/// refused (401) without it, and the token is in none of the run's files.
+#[test]
+fn a_run_sends_its_token() {
+    let _g = serial();
+    server_bin(); // fail first, and clearly, if the server is not built
+    let dir = scratch("run-token");
+    let requests = request_files(&dir);
+    let tokens = token_file(&dir);
+    let token_file = dir.join("alice-token");
+    std::fs::write(&token_file, format!("# alice's\n{ALICE_TOKEN}\n")).unwrap();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let _server = start_server(
+        &dir,
+        port,
+        &[
+            "--circuits",
+            STEM,
+            "--auth-token-file",
+            tokens.to_str().unwrap(),
+        ],
+    );
+    let level = |name: &str, token: &[&str]| {
+        let out = dir.join(name);
+        let o = run_bounded(
+            Command::new(loadgen_bin())
+                .args(["run", "--quiet", "--url", &url, "--endpoint", STEM])
+                .args([
+                    "--levels",
+                    "1",
+                    "--duration",
+                    "1s",
+                    "--warmup",
+                    "0s",
+                    "--prime",
+                    "0",
+                ])
+                .arg("--requests")
+                .arg(&requests)
+                .arg("--out")
+                .arg(&out)
+                .args(token),
+            Duration::from_secs(120),
+        );
+        assert_success(&o, &format!("enygma-loadgen run ({name})"));
+        for f in std::fs::read_dir(&out).unwrap() {
+            let path = f.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                !text.contains(ALICE_TOKEN),
+                "the token is in {}",
+                path.display()
+            );
+        }
+        read_report(&out)["levels"][0].clone()
+    };
+    let with = level("with", &["--token-file", token_file.to_str().unwrap()]);
+    assert!(with["completed"].as_u64().unwrap() > 0, "{with}");
+    assert_eq!(with["errors"], serde_json::json!({}), "{with}");
+    let without = level("without", &[]);
+    assert_eq!(without["completed"], 0, "{without}");
+    assert!(without["errors"]["401"].as_u64().unwrap() > 0, "{without}");
 }
