@@ -129,9 +129,9 @@ run fifo a b
 stop_server
 
 # The summary, from the four reports.
-python3 - "$OUT" "$CIRCUIT" "$DURATION" "$WARMUP" "$A_INFLIGHT" "$B_INFLIGHT" <<'EOF' >"$OUT/summary.md"
+python3 - "$OUT" "$CIRCUIT" "$DURATION" "$WARMUP" "$A_INFLIGHT" "$B_INFLIGHT" "$QUICK" <<'EOF' >"$OUT/summary.md"
 import json, sys
-out, circuit, duration, warmup, a_n, b_n = sys.argv[1:]
+out, circuit, duration, warmup, a_n, b_n, quick = sys.argv[1:]
 runs = {n: json.load(open(f"{out}/{n}/report.json")) for n in ["b-alone", "a-alone", "fair", "fifo"]}
 
 def caller(run, name):
@@ -150,6 +150,9 @@ m = runs["fair"]["machine"]
 print(f"# Fair shares: caller A at {a_n} in flight beside caller B at {b_n}\n")
 print(f"{circuit}, enygma-server defaults but `--admission`; {duration} per run after a {warmup} warm-up; "
       f"{m['cpu_model']}, {m['logical_cpus']} logical CPUs.\n")
+if quick == "1":
+    print("**Smoke run (`--quick`)**: each run lasts fewer proofs than A keeps in flight, so A's "
+          "figures are mostly its warm-up's backlog; they do not measure fair shares.\n")
 print("| run | caller | schedule | completed | 503 | other errors | throughput (req/s) | p50 (ms) | p99 (ms) |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 for run in runs:
