@@ -128,8 +128,9 @@ pub async fn main(args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
     let vars = variants(&args)?;
     let out = args.out.clone().unwrap_or_else(default_out_dir);
     // benches/run_load.sh passes the one command that reproduces it; else our own command line.
-    let invoked = std::env::args()
-        .map(|a| shell_quote(&a))
+    let invoked = crate::token::redact_args(std::env::args())
+        .iter()
+        .map(|a| shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ");
     let cmdline = match std::env::var("ENYGMA_RUN_LOAD_CMD") {
@@ -138,7 +139,7 @@ pub async fn main(args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
     };
     let exe = args.server_cmd.split_whitespace().next().unwrap_or("");
     let targets = crate::mix::Targets::from_args(
-        &crate::client::HttpClient::new("http://127.0.0.1", args.schedule.timeout)?,
+        &crate::client::HttpClient::new("http://127.0.0.1", args.schedule.client.timeout)?,
         &args.schedule,
     )?;
     eprintln!(

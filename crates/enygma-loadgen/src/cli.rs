@@ -8,6 +8,7 @@ use enygma_prover::statements;
 
 use crate::mix;
 use crate::schedule::ScheduleSpec;
+use crate::token::{Secret, TokenArgs};
 use enygma_formats::duration::parse_duration;
 
 #[derive(Parser, Debug)]
@@ -42,6 +43,15 @@ pub enum Command {
     /// setting), ab.json, ab.svg and command.txt. `benches/run_load.sh` builds everything in
     /// release mode and runs this with the full schedule.
     Ab(AbArgs),
+    /// Several named callers at once, each with its own bearer token and its own closed or open
+    /// loop, for the whole run: each caller's throughput, p50/p99 latency and 503s, and the total.
+    ///
+    /// Callers come from `--caller NAME:TOKEN:SCHEDULE` (repeatable) and `--callers FILE` (one
+    /// `NAME TOKEN SCHEDULE` a line); TOKEN may be `env:VAR`; SCHEDULE is `closed=N` (N requests
+    /// in flight) or `open=R/s` (Poisson arrivals). OUT gets report.json, report.md,
+    /// requests.csv and command.txt (tokens replaced by ***). `benches/fair_shares.sh` runs a
+    /// flooding caller beside a light one under fair and FIFO admission.
+    Callers(CallersArgs),
     /// Machines needed for a daily volume within an operating window (CHAPS and Fedwire built in).
     Plan(PlanArgs),
 }
@@ -101,6 +111,29 @@ fn rates(s: &str) -> Result<List<f64>, String> {
         .map(List)
 }
 
+/// How the load generator talks to the server; shared by `run`, `ab` and `callers`.
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// Per-request timeout (counted as error `timeout`).
+    #[arg(long, default_value = "300s", value_parser = dur)]
+    pub timeout: Duration,
+    /// Open loop: arrivals beyond this many outstanding requests (of one caller) are not sent
+    /// and are counted as error `client_dropped`.
+    #[arg(long, default_value_t = 512)]
+    pub max_outstanding: usize,
+    /// Closed loop: retry a shed request (503 or 429) at once instead of first waiting its
+    /// `Retry-After`, like a gateway without back-off. A retry storm measures the client as
+    /// much as the server: on 2 cores it shares their CPU with the proofs.
+    #[arg(long)]
+    pub ignore_retry_after: bool,
+    /// Readiness route polled before load starts (falls back to /healthcheck on 404).
+    #[arg(long, default_value = "/readyz")]
+    pub ready_path: String,
+    /// How long to wait for the server to be ready (key loading, or creation the first time).
+    #[arg(long, default_value = "600s", value_parser = dur)]
+    pub ready_timeout: Duration,
+}
+
 /// What load to offer; shared by `run` and `ab`.
 #[derive(Args, Debug, Clone)]
 pub struct ScheduleArgs {
@@ -149,27 +182,11 @@ pub struct ScheduleArgs {
     /// for --duration after --warmup. Latency is measured from the scheduled send time.
     #[arg(long, value_name = "R[,R...]", value_parser = rates)]
     pub open_rate: Option<List<f64>>,
-    /// Per-request timeout (counted as error `timeout`).
-    #[arg(long, default_value = "300s", value_parser = dur)]
-    pub timeout: Duration,
     /// Seed of the Poisson schedule.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Open loop: arrivals beyond this many outstanding requests are not sent and are counted
-    /// as error `client_dropped`.
-    #[arg(long, default_value_t = 512)]
-    pub max_outstanding: usize,
-    /// Closed loop: retry a shed request (503 or 429) at once instead of first waiting its
-    /// `Retry-After`, like a gateway without back-off. A retry storm measures the client as
-    /// much as the server: on 2 cores it shares their CPU with the proofs.
-    #[arg(long)]
-    pub ignore_retry_after: bool,
-    /// Readiness route polled before load starts (falls back to /healthcheck on 404).
-    #[arg(long, default_value = "/readyz")]
-    pub ready_path: String,
-    /// How long to wait for the server to be ready (key loading, or creation the first time).
-    #[arg(long, default_value = "600s", value_parser = dur)]
-    pub ready_timeout: Duration,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Requests sent one at a time once the server is ready and before the first phase, and not
     /// counted: the reference loads a circuit's keys on its first request (about 9 s), which
     /// would otherwise fall into the first level; ours loads them before `/readyz` answers.
@@ -189,6 +206,8 @@ pub struct ScheduleArgs {
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub token: TokenArgs,
 }
 
 impl ScheduleArgs {
@@ -283,6 +302,50 @@ pub struct AbArgs {
     /// Only check the setup and print the commands that would run.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CallersArgs {
+    /// Base URL of the service (plain http).
+    #[arg(long, default_value = "http://127.0.0.1:3003")]
+    pub url: String,
+    /// Route to POST request bodies to: a path, or the key stem of a statement instance.
+    #[arg(long, default_value = statements::DEFAULT_INSTANCE, value_parser = endpoint)]
+    pub endpoint: String,
+    /// Directory of request bodies (*.json), or a single file; every caller cycles through them.
+    #[arg(long, value_name = "DIR")]
+    pub requests: PathBuf,
+    /// A caller: `NAME:TOKEN:SCHEDULE`, e.g. `alice:env:ALICE_TOKEN:closed=16` or
+    /// `bob:TOKEN:open=2/s` (repeatable). NAME is the caller's name in the server's token file.
+    #[arg(long = "caller", value_name = "NAME:TOKEN:SCHEDULE", value_parser = Secret::from_arg)]
+    pub caller: Vec<Secret>,
+    /// A file of callers, one `NAME TOKEN SCHEDULE` a line (`#` comments); added to --caller.
+    #[arg(long, value_name = "FILE")]
+    pub callers: Option<PathBuf>,
+    /// How long every caller is measured, after the warm-up (all callers at once).
+    #[arg(long, default_value = "60s", value_parser = dur)]
+    pub duration: Duration,
+    /// Warm-up before the measured part; its requests are reported apart.
+    #[arg(long, default_value = "5s", value_parser = dur)]
+    pub warmup: Duration,
+    /// Seed of the open loops' Poisson schedules (each caller's is its own).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Requests sent one at a time (with the first caller's token) before the run, in no caller's
+    /// figures: the server's first proof warms its caches.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub prime: usize,
+    /// Output directory (created): report.json, report.md, requests.csv, command.txt.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Free-text label stored in the report.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// No progress line.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -394,6 +457,37 @@ mod tests {
         assert!(run(&["--levels", "0"]).is_err());
         assert!(run(&["--server-pid", "1", "--spawn-server", "x"]).is_err());
         assert!(run_args(&["--levels", "none"]).schedule.levels.0.is_empty());
+    }
+
+    #[test]
+    fn parses_callers_and_tokens_without_echoing_them() {
+        let c = Cli::try_parse_from([
+            "enygma-loadgen",
+            "callers",
+            "--requests",
+            "r",
+            "--out",
+            "o",
+            "--caller",
+            "a:not a valid token:closed=0",
+            "--caller",
+            "b:env:B:open=1/s",
+        ])
+        .unwrap();
+        let Command::Callers(a) = c.command else {
+            panic!()
+        };
+        // Checked later by our own parser, whose errors never quote a token.
+        assert_eq!(a.caller.len(), 2);
+        assert_eq!(a.caller[0].expose(), "a:not a valid token:closed=0");
+        assert!(!format!("{a:?}").contains("valid token"));
+        assert_eq!(a.duration, Duration::from_secs(60));
+        let r = run_args(&["--token", "env:GW_TOKEN"]);
+        assert_eq!(
+            r.schedule.token.token.as_ref().unwrap().expose(),
+            "env:GW_TOKEN"
+        );
+        assert!(run(&["--token", "x", "--token-file", "f"]).is_err());
     }
 
     #[test]

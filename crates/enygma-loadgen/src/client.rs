@@ -5,12 +5,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::token::Token;
 use enygma_formats::server_timing::{self, ServerTiming};
 
 /// How a request ended.
@@ -60,6 +61,8 @@ pub struct HttpClient {
     inner: Client<HttpConnector, Full<Bytes>>,
     base: String,
     timeout: Duration,
+    /// `Authorization: Bearer ...` on every request, marked sensitive.
+    bearer: Option<HeaderValue>,
 }
 
 impl HttpClient {
@@ -81,7 +84,23 @@ impl HttpClient {
             inner,
             base,
             timeout,
+            bearer: None,
         })
+    }
+
+    /// The same client sending `token` (if any) with every request. Clones share the
+    /// connection pool, so several callers' clients cost no more connections than one.
+    pub fn with_bearer(&self, token: Option<&Token>) -> Self {
+        Self {
+            bearer: token.map(Token::header),
+            ..self.clone()
+        }
+    }
+
+    fn authorize(&self, req: &mut Request<Full<Bytes>>) {
+        if let Some(v) = &self.bearer {
+            req.headers_mut().insert(AUTHORIZATION, v.clone());
+        }
     }
 
     pub fn base(&self) -> &str {
@@ -96,12 +115,13 @@ impl HttpClient {
 
     /// POSTs a JSON body and reads the whole response. Never fails: failures are a [`Status`].
     pub async fn post_json(&self, uri: &Uri, body: Bytes) -> Reply {
-        let req = Request::builder()
+        let mut req = Request::builder()
             .method(Method::POST)
             .uri(uri.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(Full::new(body))
             .expect("static request parts are valid");
+        self.authorize(&mut req);
         self.exchange(req).await
     }
 
@@ -147,10 +167,11 @@ impl HttpClient {
 
     /// GET `path`; returns the status and body. Errors only on transport failure.
     pub async fn get(&self, path: &str, timeout: Duration) -> Result<(u16, Bytes)> {
-        let req = Request::builder()
+        let mut req = Request::builder()
             .method(Method::GET)
             .uri(self.uri(path)?)
             .body(Full::new(Bytes::new()))?;
+        self.authorize(&mut req);
         let fut = async {
             let res = self.inner.request(req).await?;
             let status = res.status().as_u16();

@@ -19,6 +19,10 @@
 //! - [`ab`]: the A/B runner and the `--max-inflight`/`--prove-threads` sweep;
 //! - [`claims`]: the public load test's claims checked on a report (peak, fall, growth, memory, soak);
 //! - [`ab_report`]: the best setting, `ab.md`, `ab.svg`, `ab.json`;
+//! - [`token`]: bearer tokens (`--token`, `env:VAR`) and keeping them out of every output;
+//! - [`caller_spec`]: the named callers of a `callers` run and their schedules;
+//! - [`callers`]: the `callers` subcommand (several callers' loops at once);
+//! - [`callers_report`]: each caller's figures and the total, `report.json` and `report.md`;
 //! - [`plan`]: the capacity planner;
 //! - [`machine`]: CPU model/cores, dates and slugs;
 //! - [`progress`]: the progress line.
@@ -28,6 +32,9 @@
 
 pub mod ab;
 pub mod ab_report;
+pub mod caller_spec;
+pub mod callers;
+pub mod callers_report;
 pub mod chart;
 pub mod claims;
 pub mod cli;
@@ -47,3 +54,4 @@ pub mod run;
 pub mod schedule;
 pub mod spawn;
 pub mod stats;
+pub mod token;

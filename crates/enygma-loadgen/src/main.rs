@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Parser;
 use enygma_loadgen::cli::{Cli, Command};
-use enygma_loadgen::{ab, plan, run};
+use enygma_loadgen::{ab, callers, plan, run};
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
@@ -33,6 +33,7 @@ fn main() -> Result<()> {
         match cli.command {
             Command::Run(args) => run::main(args, abort).await,
             Command::Ab(args) => ab::main(args, abort).await,
+            Command::Callers(args) => callers::main(args, abort).await,
             Command::Plan(_) => unreachable!(),
         }
     })

@@ -209,14 +209,19 @@ pub fn render_markdown(r: &Report) -> String {
         }
         md.push('\n');
     }
-    if !r.notes.is_empty() {
+    push_notes(&mut md, &r.notes);
+    md
+}
+
+/// A report's `## Notes` section, one bullet a note (nothing without notes).
+pub fn push_notes(md: &mut String, notes: &[String]) {
+    if !notes.is_empty() {
         md.push_str("## Notes\n\n");
-        for n in &r.notes {
+        for n in notes {
             let _ = writeln!(md, "- {n}");
         }
         md.push('\n');
     }
-    md
 }
 
 pub fn write_markdown(report: &Report, dir: &Path) -> Result<()> {

@@ -95,7 +95,7 @@ fn settings(url: &str, s: &ScheduleArgs, targets: &Targets, target: &Target) -> 
         soak_duration_s: s.soak_duration.as_secs_f64(),
         window_s: s.window.as_secs_f64(),
         open_rates_rps: s.open_rate.clone().map(|l| l.0).unwrap_or_default(),
-        timeout_s: s.timeout.as_secs_f64(),
+        timeout_s: s.client.timeout.as_secs_f64(),
         seed: s.seed,
         rss_interval_ms: s.rss_interval.as_millis() as u64,
         server_pid: match target {
@@ -106,8 +106,8 @@ fn settings(url: &str, s: &ScheduleArgs, targets: &Targets, target: &Target) -> 
             Target::Spawn { cmd, .. } => Some(cmd.clone()),
             Target::External { .. } => None,
         },
-        max_outstanding: s.max_outstanding,
-        honor_retry_after: !s.ignore_retry_after,
+        max_outstanding: s.client.max_outstanding,
+        honor_retry_after: !s.client.ignore_retry_after,
         metrics_path: s.metrics_path().map(str::to_string),
         served_metric: s.served_metric.clone(),
     }
@@ -180,7 +180,8 @@ fn standard_notes(s: &ScheduleArgs, targets: &Targets) -> Vec<String> {
 pub async fn execute(job: Job<'_>) -> Result<Report> {
     let s = job.schedule;
     std::fs::create_dir_all(job.out).with_context(|| format!("creating {}", job.out.display()))?;
-    let client = HttpClient::new(job.url, s.timeout)?;
+    let client =
+        HttpClient::new(job.url, s.client.timeout)?.with_bearer(s.token.resolve()?.as_ref());
     let targets = Arc::new(Targets::from_args(&client, s)?);
     let selector = s
         .served_metric
@@ -220,9 +221,14 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
     let sampler = pid.map(|p| RssSampler::start(p, s.rss_interval));
 
     let result = async {
-        eprintln!("waiting for {}{} ...", client.base(), s.ready_path);
-        let ready =
-            spawn::wait_ready(&client, &s.ready_path, s.ready_timeout, server.as_mut()).await?;
+        eprintln!("waiting for {}{} ...", client.base(), s.client.ready_path);
+        let ready = spawn::wait_ready(
+            &client,
+            &s.client.ready_path,
+            s.client.ready_timeout,
+            server.as_mut(),
+        )
+        .await?;
         server_info.ready_after_s = Some(crate::stats::r3(ready.as_secs_f64()));
         eprintln!(
             "ready after {:.1} s; {} phases, at least {:.0} s",
@@ -322,8 +328,8 @@ async fn run_phases(
         live: live.clone(),
         abort: job.abort.clone(),
         seed: s.seed,
-        max_outstanding: s.max_outstanding,
-        honor_retry_after: !s.ignore_retry_after,
+        max_outstanding: s.client.max_outstanding,
+        honor_retry_after: !s.client.ignore_retry_after,
     };
     let progress = Progress::start(live.clone(), sampler.map(|x| x.latest_handle()), s.quiet);
     let metrics_path = s.metrics_path();
@@ -452,7 +458,7 @@ async fn run_phases(
 /// (lazy key loading in the reference, FFT tables in ours) then falls in no phase. A failed
 /// one is reported (the returned notes) and the run goes on: a server that sheds or times out
 /// everything is still worth measuring.
-async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> Vec<String> {
+pub(crate) async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> Vec<String> {
     let mut notes = Vec::new();
     for i in 1..=n {
         let (_, uri, body) = targets.next();

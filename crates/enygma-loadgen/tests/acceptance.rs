@@ -11,42 +11,11 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use common::*;
 use enygma_loadgen::schedule::poisson_schedule;
-
-fn server_bin() -> PathBuf {
-    let p = std::env::var_os("ENYGMA_SERVER_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_dir().join("target/debug/enygma-server"));
-    assert!(
-        p.is_file(),
-        "enygma-server binary not found at {}: build it first (`cargo build -p enygma-server`) or set \
-         ENYGMA_SERVER_BIN to its path",
-        p.display()
-    );
-    p
-}
-
-fn keys_dir() -> PathBuf {
-    let k = std::env::var_os("ENYGMA_KEYS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_dir().join("keys"));
-    std::fs::create_dir_all(&k).unwrap();
-    k
-}
-
-fn ready_timeout() -> Duration {
-    Duration::from_secs(
-        std::env::var("ENYGMA_READY_TIMEOUT_S")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(900),
-    )
-}
 
 fn level_duration() -> String {
     std::env::var("ENYGMA_LOADGEN_TEST_DURATION").unwrap_or_else(|_| "3s".into())
@@ -54,30 +23,6 @@ fn level_duration() -> String {
 
 /// Bound on one loadgen run: levels are a few seconds, but a debug-build proof may take a few.
 const RUN_LIMIT: Duration = Duration::from_secs(600);
-
-fn start_server(dir: &std::path::Path, port: u16, extra: &[&str]) -> Proc {
-    let mut cmd = Command::new(server_bin());
-    // The admin listener on a free port of its own: its fixed default would collide between
-    // servers started side by side.
-    cmd.args([
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--admin-bind",
-        "127.0.0.1:0",
-        "--keys-dir",
-    ])
-    .arg(keys_dir())
-    .args(extra);
-    let mut p = Proc::spawn("enygma-server", &mut cmd, &dir.join("server.log"));
-    wait_ready(
-        &format!("http://127.0.0.1:{port}"),
-        Some(&mut p),
-        ready_timeout(),
-    );
-    p
-}
 
 fn loadgen_run(url: &str, pool: &std::path::Path, out: &std::path::Path, args: &[&str]) {
     let o = run_bounded(

@@ -390,3 +390,57 @@ pub fn request_pool(dir: &Path, count: usize) -> PathBuf {
     }
     out
 }
+
+pub fn server_bin() -> PathBuf {
+    let p = std::env::var_os("ENYGMA_SERVER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_dir().join("target/debug/enygma-server"));
+    assert!(
+        p.is_file(),
+        "enygma-server binary not found at {}: build it first (`cargo build -p enygma-server`) or set \
+         ENYGMA_SERVER_BIN to its path",
+        p.display()
+    );
+    p
+}
+
+pub fn keys_dir() -> PathBuf {
+    let k = std::env::var_os("ENYGMA_KEYS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_dir().join("keys"));
+    std::fs::create_dir_all(&k).unwrap();
+    k
+}
+
+pub fn ready_timeout() -> Duration {
+    Duration::from_secs(
+        std::env::var("ENYGMA_READY_TIMEOUT_S")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(900),
+    )
+}
+
+pub fn start_server(dir: &std::path::Path, port: u16, extra: &[&str]) -> Proc {
+    let mut cmd = Command::new(server_bin());
+    // The admin listener on a free port of its own: its fixed default would collide between
+    // servers started side by side.
+    cmd.args([
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--admin-bind",
+        "127.0.0.1:0",
+        "--keys-dir",
+    ])
+    .arg(keys_dir())
+    .args(extra);
+    let mut p = Proc::spawn("enygma-server", &mut cmd, &dir.join("server.log"));
+    wait_ready(
+        &format!("http://127.0.0.1:{port}"),
+        Some(&mut p),
+        ready_timeout(),
+    );
+    p
+}
