@@ -43,6 +43,7 @@ step "Rust tests"
 cargo test --workspace
 
 # The README's quick start, its marked blocks run against the debug server (seconds).
+step "README quick start"
 bash scripts/quickstart.sh
 
 # The OpenAPI document against the OpenAPI 3.1 meta-schema and, with schemathesis (PyPI, pinned,

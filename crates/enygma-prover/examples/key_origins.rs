@@ -23,7 +23,9 @@ fn percentile(mut v: Vec<Duration>, p: f64) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 6 {
-        eprintln!("usage: key_origins STEM DEV_KEYS_DIR CEREMONY_KEYS_DIR ROUNDS THREADS REQUEST...");
+        eprintln!(
+            "usage: key_origins STEM DEV_KEYS_DIR CEREMONY_KEYS_DIR ROUNDS THREADS REQUEST..."
+        );
         std::process::exit(2);
     }
     let instance = statements::by_stem(&args[0]).expect("a key stem of the registry");
@@ -54,7 +56,8 @@ fn main() {
         .expect("a thread pool");
     // One proof of each kind to warm caches and the allocator, not counted.
     for prover in &provers {
-        pool.install(|| prover.prove(&requests[0])).expect("a proof");
+        pool.install(|| prover.prove(&requests[0]))
+            .expect("a proof");
     }
     let mut total = vec![Vec::new(), Vec::new()];
     let mut map_and_msm = vec![Vec::new(), Vec::new()];
