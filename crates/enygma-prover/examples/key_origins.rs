@@ -59,8 +59,8 @@ fn main() {
         pool.install(|| prover.prove(&requests[0]))
             .expect("a proof");
     }
-    let mut total = vec![Vec::new(), Vec::new()];
-    let mut map_and_msm = vec![Vec::new(), Vec::new()];
+    let mut total = [Vec::new(), Vec::new()];
+    let mut map_and_msm = [Vec::new(), Vec::new()];
     for round in 0..rounds {
         let request = &requests[round % requests.len()];
         // Alternate which kind goes first, so neither always follows the other.
