@@ -1184,10 +1184,7 @@ mod tests {
         let (b, w) = adm.acquire(&Caller::anonymous()).await.unwrap();
         assert_eq!(w, Duration::ZERO);
         drop(a);
-        assert_eq!(
-            adm.run(b, || rayon::current_num_threads()).await.unwrap(),
-            2
-        );
+        assert_eq!(adm.run(b, rayon::current_num_threads).await.unwrap(), 2);
         assert_eq!(m.proofs_in_flight(), 0);
     }
 
