@@ -239,8 +239,14 @@ pub struct ReplicaProfile {
     pub throughput_rps: f64,
     /// Requests in flight at that level.
     pub concurrency: usize,
+    /// Proof slots.
     pub max_inflight: u32,
+    /// Threads each proof has while every slot proves.
     pub prove_threads: u32,
+    /// The server ran its default layout, named by neither thread flag: a slot per CPU, all
+    /// sharing one pool of a thread per CPU (a lone proof gets every thread). The plan then
+    /// sets no thread flags either, and the CPUs it gives a replica are its slots.
+    pub shared_pool: bool,
     /// p99 of the server's own prove time at that level (its `Server-Timing`).
     pub prove_p99_ms: f64,
     /// Highest RSS over all levels (the loaded process plus its proofs in flight).
@@ -268,9 +274,10 @@ fn flag_value(command: &str, flag: &str) -> Result<Option<u32>> {
     Ok(None)
 }
 
-/// The replica's settings from the report's server command (`--spawn-server`), with the
-/// server's defaults (`--max-inflight 1`, `--prove-threads` = the machine's CPUs) for flags it
-/// does not name; `max_inflight`/`prove_threads` override.
+/// The replica's settings from the report's server command (`--spawn-server`);
+/// `max_inflight`/`prove_threads` override. A command that names neither flag ran the server's
+/// default, a slot per CPU on one shared pool; one that names one of them ran a pool per slot,
+/// the other flag at its default (`--max-inflight 1`, `--prove-threads` = the machine's CPUs).
 pub fn profile_from_report(
     report: &crate::report::Report,
     path: &str,
@@ -292,8 +299,20 @@ pub fn profile_from_report(
         }
     };
     let cpus = report.machine.available_parallelism.max(1) as u32;
-    let max_inflight = pick(max_inflight, "--max-inflight", 1)?;
-    let prove_threads = pick(prove_threads, "--prove-threads", cpus)?;
+    let named = |given: Option<u32>, flag: &str| -> Result<bool> {
+        Ok(given.is_some() || flag_value(command, flag)?.is_some())
+    };
+    let shared_pool = known
+        && !named(max_inflight, "--max-inflight")?
+        && !named(prove_threads, "--prove-threads")?;
+    let (max_inflight, prove_threads) = if shared_pool {
+        (cpus, 1)
+    } else {
+        (
+            pick(max_inflight, "--max-inflight", 1)?,
+            pick(prove_threads, "--prove-threads", cpus)?,
+        )
+    };
     let best = report
         .levels
         .iter()
@@ -323,6 +342,7 @@ pub fn profile_from_report(
         concurrency: best.concurrency,
         max_inflight,
         prove_threads,
+        shared_pool,
         prove_p99_ms,
         rss_peak_mb,
         cpu_model: report.machine.cpu_model.clone(),
@@ -460,9 +480,8 @@ pub fn render_deployment(p: &DeploymentPlan) -> String {
     );
     let _ = writeln!(
         s,
-        "  flags:     --max-inflight {} --prove-threads {} --queue-depth {} --queue-timeout {}",
-        r.max_inflight,
-        r.prove_threads,
+        "  flags:     {}--queue-depth {} --queue-timeout {}",
+        thread_flags(r),
         p.queue_depth,
         secs(p.queue_timeout_s)
     );
@@ -473,8 +492,14 @@ pub fn render_deployment(p: &DeploymentPlan) -> String {
     );
     let _ = writeln!(
         s,
-        "  resources: cpu {} (= max-inflight x prove-threads), memory {}Mi (peak RSS x {MEMORY_HEADROOM}, for the statements that report's server hosted); requests = limits",
-        p.cpus, p.memory_mib
+        "  resources: cpu {} ({}), memory {}Mi (peak RSS x {MEMORY_HEADROOM}, for the statements that report's server hosted); requests = limits",
+        p.cpus,
+        if r.shared_pool {
+            "= the slots: the default gives a slot per CPU"
+        } else {
+            "= max-inflight x prove-threads"
+        },
+        p.memory_mib
     );
     let _ = writeln!(
         s,
@@ -514,13 +539,56 @@ pub fn render_deployment(p: &DeploymentPlan) -> String {
     s
 }
 
+/// `--max-inflight N --prove-threads T ` for a pool per slot; nothing for the default.
+fn thread_flags(r: &ReplicaProfile) -> String {
+    if r.shared_pool {
+        String::new()
+    } else {
+        format!(
+            "--max-inflight {} --prove-threads {} ",
+            r.max_inflight, r.prove_threads
+        )
+    }
+}
+
+/// The overlay's environment entries for the thread flags: their values for a pool per slot;
+/// for the default, deletions of whatever the base sets.
+fn thread_env(r: &ReplicaProfile) -> String {
+    let entry = |name: &str, value: String| {
+        format!("                  - name: {name}\n                    {value}\n")
+    };
+    if r.shared_pool {
+        entry("ENYGMA_MAX_INFLIGHT", "$patch: delete".into())
+            + &entry("ENYGMA_PROVE_THREADS", "$patch: delete".into())
+    } else {
+        entry(
+            "ENYGMA_MAX_INFLIGHT",
+            format!("value: \"{}\"", r.max_inflight),
+        ) + &entry(
+            "ENYGMA_PROVE_THREADS",
+            format!("value: \"{}\"", r.prove_threads),
+        )
+    }
+}
+
 /// A kustomize overlay on top of deploy/kubernetes/overlays/keda with the plan's settings.
 pub fn render_kustomization(p: &DeploymentPlan, command: &str) -> String {
     let r = &p.replica;
+    let layout = if r.shared_pool {
+        format!(
+            "the default threads, {} slots on one shared pool",
+            r.max_inflight
+        )
+    } else {
+        format!(
+            "--max-inflight {} --prove-threads {}",
+            r.max_inflight, r.prove_threads
+        )
+    };
     format!(
         r#"# Generated by `{command}`: do not edit, rerun it.
 # {target}: {avg:.3} req/s on average x {pf} = {design:.3} req/s; one replica sustained {tput:.3} proofs/s
-# (--max-inflight {mi} --prove-threads {pt}, {cpu}), planned at {u:.0} %.
+# ({layout}, {cpu}), planned at {u:.0} %.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -541,11 +609,7 @@ patches:
             containers:
               - name: enygma-server
                 env:
-                  - name: ENYGMA_MAX_INFLIGHT
-                    value: "{mi}"
-                  - name: ENYGMA_PROVE_THREADS
-                    value: "{pt}"
-                  - name: ENYGMA_QUEUE_DEPTH
+{thread_env}                  - name: ENYGMA_QUEUE_DEPTH
                     value: "{qd}"
                   - name: ENYGMA_QUEUE_TIMEOUT
                     value: {qt}
@@ -582,8 +646,7 @@ patches:
         pf = p.peak_factor,
         design = p.design_rps,
         tput = r.throughput_rps,
-        mi = r.max_inflight,
-        pt = r.prove_threads,
+        thread_env = thread_env(r),
         cpu = r.cpu_model,
         u = p.utilization * 100.0,
         min = p.min_replicas,
@@ -714,9 +777,19 @@ mod tests {
             r
         };
         let p = |cmd, mi, pt| profile_from_report(&with(cmd), "r", mi, pt);
-        // The server's defaults when the command names no flag: 1 slot, every CPU.
+        // The server's default when the command names no thread flag: a slot per CPU on one
+        // shared pool, so a thread per slot when all prove.
         let d = p(Some("target/release/enygma-server --port 3003"), None, None).unwrap();
-        assert_eq!((d.max_inflight, d.prove_threads), (1, 2));
+        assert_eq!(
+            (d.max_inflight, d.prove_threads, d.shared_pool),
+            (2, 1, true)
+        );
+        // One flag named: a pool per slot, the other at its former default.
+        let one = p(Some("enygma-server --max-inflight 1"), None, None).unwrap();
+        assert_eq!(
+            (one.max_inflight, one.prove_threads, one.shared_pool),
+            (1, 2, false)
+        );
         let e = p(
             Some("enygma-server --max-inflight=4 --prove-threads 3"),
             None,

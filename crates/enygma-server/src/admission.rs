@@ -4,7 +4,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
@@ -261,19 +261,54 @@ impl Drop for QueuePlace<'_> {
 #[derive(Debug)]
 pub struct JobPanicked;
 
-/// Admission for the proving routes: slots that each own a dedicated rayon pool of
-/// `prove_threads` threads, given out by one FIFO [`Limiter`] or by per-caller [`FairShares`]
-/// (`--admission`), or, with `--unlimited`, no limit and a fresh pool per proof.
+/// Admission for the proving routes: `max_inflight` slots given out by one FIFO [`Limiter`] or
+/// by per-caller [`FairShares`] (`--admission`), each proof run on the rayon pool its
+/// [`ProveThreads`] layout gives it; or, with `--unlimited`, no limit and a fresh pool per proof.
 pub struct ProveAdmission {
     queue: Option<Queue>,
-    /// Idle pools; there are exactly `max_inflight` of them, so a request holding a permit
-    /// always finds one.
-    idle_pools: Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>,
+    pools: Pools,
     prove_threads: usize,
+    /// How busy the slots were over each proof's time, to state every observed proof time at
+    /// full load (see [`SlotOccupancy`]); only for the shared pool, whose proofs run faster
+    /// alone than side by side.
+    occupancy: Option<Arc<SlotOccupancy>>,
     metrics: Arc<Metrics>,
 }
 
-/// How the slots are given out.
+/// How the proofs in flight get their threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProveThreads {
+    /// One pool of this many threads shared by every slot (the default): a proof spawned on
+    /// it while it is idle gets every thread; proofs side by side split them by rayon's work
+    /// stealing, so no thread idles while any proof has work, and a proof never waits for
+    /// another to end before it starts using a thread the other leaves idle.
+    Shared(usize),
+    /// A pool of this many threads per slot (`--max-inflight` / `--prove-threads`): every
+    /// proof has exactly that many threads, whatever else runs.
+    PerSlot(usize),
+}
+
+impl ProveThreads {
+    /// The threads of one pool.
+    pub fn pool_threads(self) -> usize {
+        match self {
+            ProveThreads::Shared(n) | ProveThreads::PerSlot(n) => n,
+        }
+    }
+}
+
+/// Where the proofs run.
+enum Pools {
+    /// One pool for every slot.
+    Shared(Arc<rayon::ThreadPool>),
+    /// A pool per slot; the idle ones. There are exactly `max_inflight` of them, so a request
+    /// holding a permit always finds one.
+    Dedicated(Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>),
+    /// A fresh pool per proof (`--unlimited`).
+    Fresh,
+}
+
+/// How the queue is served.
 enum Queue {
     /// One queue in arrival order, for every caller.
     Fifo(Limiter),
@@ -293,7 +328,7 @@ enum Held {
 /// The right to prove now: a permit (if limited) and the pool to prove on.
 pub struct Slot {
     pool: Option<Arc<rayon::ThreadPool>>,
-    /// Where to return the pool; `None` for the throw-away pools of unlimited mode.
+    /// Where to return the pool; only for the dedicated pools.
     idle_pools: Option<Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>>,
     permit: Option<Held>,
 }
@@ -305,6 +340,92 @@ impl Drop for Slot {
             idle.lock().unwrap_or_else(|e| e.into_inner()).push(pool);
         }
         self.permit.take();
+    }
+}
+
+/// The time integral of the slots in use, so that a proof can tell how many proofs shared the
+/// pool with it on average.
+///
+/// On the shared pool a proof alone takes about half the time it takes beside another on two
+/// CPUs, but the queue's expected wait (position x service time / slots) needs the time a
+/// proof holds its slot while every slot is busy, which is when requests queue. So each
+/// observed time `t` at an average of `c` slots in use is entered as `t x slots / c`: exact
+/// when the proof ran at full load, and for a lone proof its time at full load if the threads
+/// scaled perfectly (an upper estimate, since they do not quite: the safe side for shedding).
+pub struct SlotOccupancy {
+    slots: usize,
+    state: Mutex<Occupancy>,
+}
+
+struct Occupancy {
+    in_use: usize,
+    since: Instant,
+    /// Slot-seconds in use from the start up to `since`.
+    slot_seconds: f64,
+}
+
+/// A proof's start, for [`SlotOccupancy::leave`].
+pub struct OccupancyMark {
+    at: Instant,
+    slot_seconds: f64,
+}
+
+impl SlotOccupancy {
+    pub fn new(slots: usize) -> Self {
+        SlotOccupancy {
+            slots: slots.max(1),
+            state: Mutex::new(Occupancy {
+                in_use: 0,
+                since: Instant::now(),
+                slot_seconds: 0.0,
+            }),
+        }
+    }
+
+    /// A proof takes a slot.
+    pub fn enter(&self) -> OccupancyMark {
+        self.enter_at(Instant::now())
+    }
+
+    /// The proof of `mark` gives its slot back: its time, stated at full load.
+    pub fn leave(&self, mark: OccupancyMark) -> Duration {
+        self.leave_at(mark, Instant::now())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Occupancy> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn enter_at(&self, now: Instant) -> OccupancyMark {
+        let mut st = self.lock();
+        st.advance(now);
+        st.in_use += 1;
+        OccupancyMark {
+            at: now,
+            slot_seconds: st.slot_seconds,
+        }
+    }
+
+    fn leave_at(&self, mark: OccupancyMark, now: Instant) -> Duration {
+        let mut st = self.lock();
+        st.advance(now);
+        st.in_use = st.in_use.saturating_sub(1);
+        let held = now.saturating_duration_since(mark.at);
+        let secs = held.as_secs_f64();
+        if secs <= 0.0 {
+            return held;
+        }
+        let average_in_use =
+            ((st.slot_seconds - mark.slot_seconds) / secs).clamp(1.0, self.slots as f64);
+        held.mul_f64(self.slots as f64 / average_in_use)
+    }
+}
+
+impl Occupancy {
+    fn advance(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.since);
+        self.slot_seconds += self.in_use as f64 * elapsed.as_secs_f64();
+        self.since = self.since.max(now);
     }
 }
 
@@ -355,20 +476,47 @@ fn build_pinned_pool(name: String, cpus: Vec<usize>) -> Result<rayon::ThreadPool
     Ok(pool)
 }
 
+/// A pool named `name`, its threads pinned to `cpus` if given.
+fn start_pool(
+    name: String,
+    threads: usize,
+    cpus: Option<&[usize]>,
+) -> Result<rayon::ThreadPool, String> {
+    match cpus {
+        Some(cpus) => {
+            let pool = build_pinned_pool(name.clone(), cpus.to_vec())?;
+            tracing::info!(
+                pool = %name,
+                cpus = %crate::affinity::list(cpus),
+                "prove threads pinned"
+            );
+            Ok(pool)
+        }
+        None => build_pool(threads, name),
+    }
+}
+
 impl ProveAdmission {
-    /// `max_inflight: None` means unlimited. `service_time` seeds the estimate of one proof's
-    /// time on a slot (see [`Limiter::expected_wait`]). `pin_cpus`: each slot's threads on
-    /// CPUs of their own (`--pin-cpus`, see [`crate::affinity`]); refused with a message when
-    /// slots x threads exceed the CPUs allowed, or when unlimited.
+    /// `max_inflight: None` means unlimited. `threads`: one pool shared by the slots, or a
+    /// pool per slot (see [`ProveThreads`]). `service_time` seeds the estimate of one proof's
+    /// time on a slot at full load (see [`Limiter::expected_wait`]). `pin_cpus`: every prove
+    /// thread on a CPU of its own (`--pin-cpus`, see [`crate::affinity`]); refused with a
+    /// message when the threads exceed the CPUs allowed, or when unlimited.
     pub fn new(
         max_inflight: Option<usize>,
-        prove_threads: usize,
+        threads: ProveThreads,
         queue_depth: usize,
         queue_timeout: Duration,
         service_time: Duration,
         metrics: Arc<Metrics>,
         pin_cpus: bool,
     ) -> Result<Self, String> {
+        let prove_threads = threads.pool_threads();
+        let pools_pinned = match (threads, max_inflight) {
+            (ProveThreads::Shared(_), _) => 1,
+            (ProveThreads::PerSlot(_), Some(n)) => n,
+            (ProveThreads::PerSlot(_), None) => 0,
+        };
         let plan = match (pin_cpus, max_inflight) {
             (false, _) => None,
             (true, None) => {
@@ -378,31 +526,34 @@ impl ProveAdmission {
                         .into(),
                 )
             }
-            (true, Some(n)) => Some(crate::affinity::plan(
-                n,
+            (true, Some(_)) => Some(crate::affinity::plan(
+                pools_pinned,
                 prove_threads,
                 &crate::affinity::allowed_cpus()?,
             )?),
         };
-        let mut pools = Vec::new();
-        if let Some(n) = max_inflight {
-            for slot in 0..n {
-                let name = format!("prove{slot}");
-                let pool = match &plan {
-                    Some(plan) => {
-                        let pool = build_pinned_pool(name, plan[slot].clone())?;
-                        tracing::info!(
-                            slot,
-                            cpus = %crate::affinity::list(&plan[slot]),
-                            "prove threads pinned"
-                        );
-                        pool
-                    }
-                    None => build_pool(prove_threads, name)?,
-                };
-                pools.push(Arc::new(pool));
+        let cpus_of = |pool: usize| plan.as_ref().map(|plan| plan[pool].as_slice());
+        let pools = match (threads, max_inflight) {
+            (_, None) => Pools::Fresh,
+            (ProveThreads::Shared(n), Some(_)) => {
+                Pools::Shared(Arc::new(start_pool("prove".into(), n, cpus_of(0))?))
             }
-        }
+            (ProveThreads::PerSlot(n), Some(slots)) => {
+                let mut idle = Vec::new();
+                for slot in 0..slots {
+                    idle.push(Arc::new(start_pool(
+                        format!("prove{slot}"),
+                        n,
+                        cpus_of(slot),
+                    )?));
+                }
+                Pools::Dedicated(Arc::new(Mutex::new(idle)))
+            }
+        };
+        let occupancy = match (&pools, max_inflight) {
+            (Pools::Shared(_), Some(slots)) => Some(Arc::new(SlotOccupancy::new(slots))),
+            _ => None,
+        };
         Ok(ProveAdmission {
             queue: max_inflight.map(|n| {
                 Queue::Fifo(
@@ -416,8 +567,9 @@ impl ProveAdmission {
                     .with_service_time(service_time),
                 )
             }),
-            idle_pools: Arc::new(Mutex::new(pools)),
+            pools,
             prove_threads,
+            occupancy,
             metrics,
         })
     }
@@ -490,16 +642,19 @@ impl ProveAdmission {
                 (Held::Fair(grant), waited)
             }
         };
-        let pool = self
-            .idle_pools
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop();
-        debug_assert!(pool.is_some(), "a permit holder always finds an idle pool");
+        let (pool, idle_pools) = match &self.pools {
+            Pools::Shared(pool) => (Some(pool.clone()), None),
+            Pools::Dedicated(idle) => {
+                let pool = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                debug_assert!(pool.is_some(), "a permit holder always finds an idle pool");
+                (pool, Some(idle.clone()))
+            }
+            Pools::Fresh => (None, None),
+        };
         Ok((
             Slot {
                 pool,
-                idle_pools: Some(self.idle_pools.clone()),
+                idle_pools,
                 permit: Some(permit),
             },
             waited,
@@ -535,12 +690,19 @@ impl ProveAdmission {
             Some(Queue::Fifo(limiter)) => limiter.service_time.clone(),
             Some(Queue::Fair(shares)) => Some(shares.service_time()),
         };
+        // The slot's time runs from here: on the shared pool the job may wait for a thread.
+        let held_since = Instant::now();
+        let occupancy = self.occupancy.clone();
+        let mark = occupancy.as_ref().map(|o| o.enter());
         pool.spawn(move || {
             metrics.proof_started();
-            let start = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(job));
+            let held = match (&occupancy, mark) {
+                (Some(occupancy), Some(mark)) => occupancy.leave(mark),
+                _ => held_since.elapsed(),
+            };
             if let Some(estimate) = service_time {
-                estimate.observe(start.elapsed());
+                estimate.observe(held);
             }
             metrics.proof_finished();
             if result.is_err() {
@@ -769,7 +931,7 @@ mod tests {
         let adm = Arc::new(
             ProveAdmission::new(
                 Some(1),
-                1,
+                ProveThreads::PerSlot(1),
                 4,
                 Duration::from_secs(5),
                 Duration::from_millis(100),
@@ -806,7 +968,7 @@ mod tests {
             let adm = Arc::new(
                 ProveAdmission::new(
                     Some(slots),
-                    threads,
+                    ProveThreads::PerSlot(threads),
                     4,
                     Duration::from_secs(5),
                     Duration::from_millis(100),
@@ -856,11 +1018,34 @@ mod tests {
             expected.sort_unstable();
             assert_eq!(seen, expected, "{slots}x{threads}");
         }
+        // The shared pool: its thread t on the t-th CPU.
+        let adm = ProveAdmission::new(
+            Some(n),
+            ProveThreads::Shared(n),
+            4,
+            Duration::from_secs(5),
+            Duration::from_millis(100),
+            Arc::new(Metrics::new()),
+            true,
+        )
+        .unwrap();
+        let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        let mut seen = adm
+            .run(slot, || {
+                rayon::broadcast(|_| crate::affinity::current_thread_cpus().unwrap())
+            })
+            .await
+            .unwrap();
+        assert!(seen.iter().all(|cpus| cpus.len() == 1), "{seen:?}");
+        seen.sort_unstable();
+        let mut expected: Vec<Vec<usize>> = cpus.iter().map(|&c| vec![c]).collect();
+        expected.sort_unstable();
+        assert_eq!(seen, expected, "shared pool");
         // One thread more than CPUs, or no cap: refused, saying why.
         let refused = |max_inflight, threads| {
             ProveAdmission::new(
                 max_inflight,
-                threads,
+                ProveThreads::PerSlot(threads),
                 4,
                 Duration::from_secs(5),
                 Duration::from_millis(100),
@@ -879,13 +1064,161 @@ mod tests {
         assert!(refused(None, 1).contains("--unlimited"));
     }
 
+    fn shared(
+        slots: usize,
+        threads: usize,
+        queue_depth: usize,
+    ) -> (Arc<ProveAdmission>, Arc<Metrics>) {
+        let m = Arc::new(Metrics::new());
+        let adm = ProveAdmission::new(
+            Some(slots),
+            ProveThreads::Shared(threads),
+            queue_depth,
+            Duration::from_secs(5),
+            Duration::from_millis(100),
+            m.clone(),
+            false,
+        )
+        .unwrap();
+        (Arc::new(adm), m)
+    }
+
+    /// The rayon thread indices a parallel loop of `items` short sleeps ran on.
+    fn spread(items: usize) -> std::collections::BTreeSet<usize> {
+        use rayon::prelude::*;
+        (0..items)
+            .into_par_iter()
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(2));
+                rayon::current_thread_index().expect("runs on a rayon pool")
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_lone_proof_gets_every_thread_of_the_shared_pool() {
+        let (adm, _) = shared(2, 2, 4);
+        let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        let (threads, used, name) = adm
+            .run(slot, || {
+                (
+                    rayon::current_num_threads(),
+                    spread(64),
+                    std::thread::current().name().map(str::to_owned),
+                )
+            })
+            .await
+            .unwrap();
+        assert_eq!(threads, 2);
+        assert_eq!(used.len(), 2, "the loop ran on threads {used:?} only");
+        assert!(name.is_some_and(|n| n.starts_with("prove-")));
+    }
+
+    /// Two proofs run at once on the shared pool (each waits until it sees the other running),
+    /// their loops spread over the pool's threads, and no more than the slots ever run: a third
+    /// request waits, or is shed without a queue.
+    #[tokio::test]
+    async fn proofs_side_by_side_share_the_pool_up_to_the_cap() {
+        let (adm, m) = shared(2, 2, 8);
+        let running = Arc::new(AtomicUsize::new(0));
+        let mut jobs = Vec::new();
+        for _ in 0..6 {
+            let (adm, running) = (adm.clone(), running.clone());
+            jobs.push(tokio::spawn(async move {
+                let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+                adm.run(slot, move || {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    let deadline = Instant::now() + Duration::from_secs(10);
+                    let mut met = false;
+                    while Instant::now() < deadline {
+                        if running.load(Ordering::SeqCst) >= 2 {
+                            met = true;
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    let used = spread(32);
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    (met, used)
+                })
+                .await
+                .unwrap()
+            }));
+        }
+        let mut met = 0;
+        for job in jobs {
+            let (saw_another, used) = job.await.unwrap();
+            met += usize::from(saw_another);
+            assert!(!used.is_empty() && used.iter().all(|&i| i < 2), "{used:?}");
+        }
+        // Only the last proof may finish alone.
+        assert!(met >= 5, "{met} of 6 proofs ran beside another");
+        let metrics = m.render(true, false, Default::default(), Default::default(), 0);
+        assert!(
+            metrics.contains("enygma_proofs_in_flight_peak 2"),
+            "{metrics}"
+        );
+        // Without a queue, a third request is shed while two proofs hold the slots.
+        let (adm, _) = shared(2, 2, 0);
+        let a = adm.acquire(&Caller::anonymous()).await.unwrap();
+        let b = adm.acquire(&Caller::anonymous()).await.unwrap();
+        assert_eq!(
+            adm.acquire(&Caller::anonymous()).await.err(),
+            Some(AdmitError::Shed)
+        );
+        drop((a, b));
+        assert!(adm.acquire(&Caller::anonymous()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_panicking_proof_frees_its_shared_slot() {
+        let (adm, m) = shared(2, 2, 0);
+        for _ in 0..3 {
+            let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+            assert!(adm.run(slot, || -> () { panic!("boom") }).await.is_err());
+        }
+        // Both slots are free, and the pool still proves.
+        let a = adm.acquire(&Caller::anonymous()).await.unwrap();
+        let (b, w) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        assert_eq!(w, Duration::ZERO);
+        drop(a);
+        assert_eq!(adm.run(b, rayon::current_num_threads).await.unwrap(), 2);
+        assert_eq!(m.proofs_in_flight(), 0);
+    }
+
+    /// The shared pool's proof times are entered at full load: a proof alone on 2 slots for
+    /// 1 s counts as 2 s, one beside another all along as itself, one half alone as 1.33 s.
+    #[test]
+    fn shared_pool_times_are_stated_at_full_load() {
+        let s = Duration::from_secs;
+        let occupancy = SlotOccupancy::new(2);
+        let t0 = Instant::now();
+        let alone = occupancy.enter_at(t0);
+        assert_eq!(occupancy.leave_at(alone, t0 + s(1)), s(2));
+        let a = occupancy.enter_at(t0 + s(2));
+        let b = occupancy.enter_at(t0 + s(2));
+        assert_eq!(occupancy.leave_at(a, t0 + s(4)), s(2));
+        // b: 2 s beside a, then 2 s alone: 1.5 slots on average.
+        let held = occupancy.leave_at(b, t0 + s(6));
+        assert!(
+            (held.as_secs_f64() - 4.0 * 2.0 / 1.5).abs() < 1e-6,
+            "{held:?}"
+        );
+        // A lone proof on one slot is itself.
+        let one = SlotOccupancy::new(1);
+        let mark = one.enter_at(t0);
+        assert_eq!(one.leave_at(mark, t0 + s(3)), s(3));
+    }
+
     #[tokio::test]
     async fn unlimited_runs_everything_at_once() {
         let m = Arc::new(Metrics::new());
         let adm = Arc::new(
             ProveAdmission::new(
                 None,
-                1,
+                ProveThreads::PerSlot(1),
                 0,
                 Duration::from_secs(5),
                 Duration::from_millis(100),

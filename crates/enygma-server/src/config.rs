@@ -11,6 +11,7 @@ use clap::{Parser, ValueEnum};
 use enygma_formats::duration::parse_duration;
 use enygma_prover::statements::{self, Instance};
 
+use crate::admission::ProveThreads;
 use crate::caller::Caller;
 
 /// Log output format.
@@ -84,28 +85,32 @@ pub struct Args {
           default_value = "none", value_parser = parse_precompute)]
     pub precompute: Precompute,
 
-    /// Pin each proving slot's threads to their own processors (Linux): slot s, thread t runs
-    /// only on the (s x prove-threads + t)-th allowed CPU, CPUs of one physical core kept
-    /// together, so that slots never share a core. Needs max-inflight x prove-threads allowed
-    /// CPUs at most, and a cap (not --unlimited).
+    /// Pin every prove thread to a processor of its own (Linux). With the default shared pool,
+    /// thread t runs only on the t-th allowed CPU (the threads stop migrating; proofs still
+    /// share them). With --max-inflight / --prove-threads, slot s, thread t runs only on the
+    /// (s x prove-threads + t)-th allowed CPU, CPUs of one physical core kept together, so
+    /// that slots never share a core; needs max-inflight x prove-threads allowed CPUs at most.
+    /// Not with --unlimited.
     #[arg(long, env = "ENYGMA_PIN_CPUS")]
     pub pin_cpus: bool,
 
-    /// Maximum number of proofs computed at once, across all statements and k [default: 1, with --prove-threads
-    /// using every CPU: the best setting of the load generator's sweep on a 2-core machine, see
-    /// benches/results/2026-12-02-intel-xeon-processor/ab.md].
+    /// Maximum number of proofs computed at once, across all statements and k. Given (or with
+    /// --prove-threads), every proof slot owns a pool of --prove-threads threads [default: one
+    /// proof slot per CPU, all sharing one pool of a thread per CPU: a proof alone gets every
+    /// thread, proofs side by side split them; see docs/running.md].
     #[arg(long, env = "ENYGMA_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_inflight: Option<u32>,
 
-    /// Threads used by each proof (each proof slot owns a rayon pool of this size) [default:
-    /// number of CPUs].
+    /// Threads used by each proof: each proof slot owns a rayon pool of this size, whatever
+    /// else runs [default: the shared pool of --max-inflight's default; with --max-inflight
+    /// alone, the number of CPUs].
     #[arg(long, env = "ENYGMA_PROVE_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
     pub prove_threads: Option<u32>,
 
     /// Maximum number of admitted requests waiting for a proof slot; beyond it requests are shed
     /// at once with 503 and Retry-After. 0 disables queueing [default: as many as the slots work
     /// off within --queue-timeout at --expected-service-time: ceil(queue-timeout /
-    /// expected-service-time) x max-inflight, 300 with the defaults on 2 or more CPUs].
+    /// expected-service-time) x max-inflight, 172 per CPU with the defaults].
     #[arg(long, env = "ENYGMA_QUEUE_DEPTH")]
     pub queue_depth: Option<u32>,
 
@@ -117,9 +122,10 @@ pub struct Args {
 
     /// Initial estimate of one proof's time on a slot, for the expected-wait shedding and the
     /// default --queue-depth; after start the estimate follows the observed proof times
-    /// [default: 200ms with 2 or more --prove-threads, 350ms with 1: a k=6 transfer request on
-    /// the 2-core development machines, benches/results/2026-12-05-intel-xeon.md; 0 also means
-    /// the default].
+    /// [default: 200ms with 2 or more --prove-threads, 350ms with 1 and with the default shared
+    /// pool (whose slots, when all busy, have a thread each): a k=6 transfer request on the
+    /// 2-core development machines, benches/results/2026-12-05-intel-xeon.md; 0 also means the
+    /// default].
     #[arg(long, env = "ENYGMA_EXPECTED_SERVICE_TIME", value_parser = parse_duration)]
     pub expected_service_time: Option<Duration>,
 
@@ -231,7 +237,9 @@ fn parse_admin_bind(s: &str) -> Result<AdminBind, String> {
 pub struct AdmissionConfig {
     /// `None` for `--unlimited`.
     pub max_inflight: Option<usize>,
-    pub prove_threads: usize,
+    /// One pool shared by the slots (the default) or a pool per slot (`--max-inflight`,
+    /// `--prove-threads`, `--unlimited`).
+    pub prove_threads: ProveThreads,
     pub queue_depth: usize,
     pub queue_timeout: Duration,
     /// The initial estimate of one proof's time on a slot.
@@ -352,7 +360,9 @@ fn parse_circuits(s: &str) -> Result<CircuitList, String> {
 /// and 345.1 ms on AMD EPYC before the transforms in lanes, 158.7 and 262.1 ms on Intel Xeon
 /// after them; `benches/results/2026-12-05-ifma.md`, `2026-12-05-intel-xeon.md`). More threads
 /// were not measured, so they are assumed no faster than 2; the running estimate corrects it
-/// after the first proofs either way.
+/// after the first proofs either way. `prove_threads` is what one proof has while every slot is
+/// busy (with the shared pool of one thread per slot: 1), since the estimate is a slot's time
+/// at full load (see `admission::SlotOccupancy`).
 pub fn default_service_time(prove_threads: usize) -> Duration {
     if prove_threads >= 2 {
         Duration::from_millis(200)
@@ -421,12 +431,29 @@ impl Args {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
-        let max_inflight = self.max_inflight.map_or(1, |n| n as usize);
-        let prove_threads = self.prove_threads.map_or(cpus, |n| n as usize);
+        // Either flag (or --unlimited) asks for today's fixed layout: a pool per slot, the
+        // other flag at its former default (1 slot, every CPU per proof).
+        let explicit =
+            self.max_inflight.is_some() || self.prove_threads.is_some() || self.unlimited;
+        let (max_inflight, prove_threads) = if explicit {
+            (
+                self.max_inflight.map_or(1, |n| n as usize),
+                ProveThreads::PerSlot(self.prove_threads.map_or(cpus, |n| n as usize)),
+            )
+        } else {
+            // As many proofs in flight as a pool per slot of one thread (the memory per proof
+            // in flight of `cpus`x1), but a lone proof gets every thread (the latency of 1x`cpus`).
+            (cpus, ProveThreads::Shared(cpus))
+        };
+        // What one proof has when every slot is busy, which is when the estimate matters.
+        let threads_at_full_load = match prove_threads {
+            ProveThreads::PerSlot(n) => n,
+            ProveThreads::Shared(n) => (n / max_inflight).max(1),
+        };
         let service_time = self
             .expected_service_time
             .filter(|d| !d.is_zero())
-            .unwrap_or_else(|| default_service_time(prove_threads));
+            .unwrap_or_else(|| default_service_time(threads_at_full_load));
         let queue_depth = self
             .queue_depth
             .map(|n| n as usize)
@@ -735,13 +762,14 @@ mod tests {
         assert_eq!(args.body_limit, 65536);
         let adm = args.admission();
         let cpus = std::thread::available_parallelism().unwrap().get();
-        assert_eq!(adm.max_inflight, Some(1));
-        assert_eq!(adm.prove_threads, cpus);
+        // A slot per CPU, sharing one pool of a thread per CPU.
+        assert_eq!(adm.max_inflight, Some(cpus));
+        assert_eq!(adm.prove_threads, ProveThreads::Shared(cpus));
         assert_eq!(adm.queue_timeout, Duration::from_secs(60));
-        let service = default_service_time(cpus);
-        assert_eq!(adm.service_time, service);
-        // ceil(60 s / 200 ms) = 300 on 2+ CPUs, ceil(60 s / 350 ms) = 172 on one.
-        assert_eq!(adm.queue_depth, if cpus >= 2 { 300 } else { 172 });
+        // At full load a proof has one thread: 350 ms, and ceil(60 s / 350 ms) = 172 per slot.
+        assert_eq!(adm.service_time, default_service_time(1));
+        assert_eq!(adm.queue_depth, 172 * cpus);
+        assert_eq!(adm.fair.as_ref().unwrap().caller_max_inflight, cpus);
         assert_eq!(args.drain_timeout(), Duration::from_secs(90));
         assert_eq!(args.log_format, LogFormat::Text);
         assert_eq!(args.hosted(), statements::instances().collect::<Vec<_>>());
@@ -986,6 +1014,39 @@ mod tests {
         );
         let pinned = parse(&["--pin-cpus", "--max-inflight", "2"]).unwrap();
         assert!(pinned.admission().pin_cpus);
+    }
+
+    #[test]
+    fn either_thread_flag_gives_every_slot_a_pool_of_its_own() {
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        let adm = |flags: &[&str]| {
+            Args::try_parse_from(std::iter::once("enygma-server").chain(flags.iter().copied()))
+                .unwrap()
+                .admission()
+        };
+        let one = adm(&["--max-inflight", "1"]);
+        assert_eq!(
+            (one.max_inflight, one.prove_threads),
+            (Some(1), ProveThreads::PerSlot(cpus))
+        );
+        assert_eq!(one.service_time, default_service_time(cpus));
+        let split = adm(&["--max-inflight", "2", "--prove-threads", "1"]);
+        assert_eq!(
+            (split.max_inflight, split.prove_threads),
+            (Some(2), ProveThreads::PerSlot(1))
+        );
+        assert_eq!(split.service_time, Duration::from_millis(350));
+        assert_eq!(split.queue_depth, 2 * 172);
+        let threads = adm(&["--prove-threads", "1"]);
+        assert_eq!(
+            (threads.max_inflight, threads.prove_threads),
+            (Some(1), ProveThreads::PerSlot(1))
+        );
+        let unlimited = adm(&["--unlimited"]);
+        assert_eq!(
+            (unlimited.max_inflight, unlimited.prove_threads),
+            (None, ProveThreads::PerSlot(cpus))
+        );
     }
 
     #[test]

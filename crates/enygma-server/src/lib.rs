@@ -47,10 +47,15 @@
 //!    a queued request then leaves the queue without ever being proved, and
 //!    `enygma_abandoned_total` counts it. Once proving has started, the proof runs to completion
 //!    and its slot stays taken until then (the CPU is busy regardless, so the cap counts it).
-//! 5. **Dedicated pools.** Each of the `--max-inflight` slots owns a rayon pool of
-//!    `--prove-threads` threads; a proof runs inside its slot's pool (`ThreadPool::spawn`, so
-//!    the prover's parallel code uses that pool) and hands its result back over a oneshot
-//!    channel. No proof ever runs on a tokio worker, so `/healthcheck` stays fast under load.
+//! 5. **Threads that follow the queue.** By default there is a slot per CPU and one rayon pool
+//!    of a thread per CPU, shared by the slots: a proof is spawned on it
+//!    (`ThreadPool::spawn`, so the prover's parallel code uses that pool), and rayon's work
+//!    stealing gives a proof alone every thread (the latency of one proof on all CPUs) and
+//!    splits the threads among proofs side by side as soon as requests queue (the throughput
+//!    of a proof per CPU, at the same memory per proof in flight). `--max-inflight` or
+//!    `--prove-threads` instead give each slot a dedicated pool of `--prove-threads` threads.
+//!    Either way the proof hands its result back over a oneshot channel, and no proof ever
+//!    runs on a tokio worker, so `/healthcheck` stays fast under load.
 //!
 //! The controller is one object in the shared state, used by every prove handler, so all
 //! statements and all k share one limit and one queue (they compete for the same cores).
@@ -65,7 +70,7 @@
 //! - gauges: the queue depth, slots in use and waits as metrics;
 //! - a permit that travels into the proof job: tower releases its permit when the response
 //!   future ends, so a client that disconnects mid-proof would free a slot while its proof
-//!   still occupies a core; here the slot moves into the job on the slot's rayon pool and is
+//!   still occupies a core; here the slot moves into the job on the rayon pool and is
 //!   released when the proof finishes.
 //!
 //! The semaphore version ([`admission`]) is a few hundred lines with its unit tests.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+use enygma_server::admission::ProveThreads;
 use enygma_server::auth::{Auth, TokenFile};
 use enygma_server::config::{AccessArgs, AdminBind, Args, LogFormat};
 use enygma_server::file_modes::{self, FileKind};
@@ -66,7 +67,7 @@ async fn run(args: Args) -> Exit {
     let precomputed_stems: Vec<String> = precomputed.iter().map(|i| i.key_stem()).collect();
     tracing::info!(
         max_inflight = admission.max_inflight.map(|n| n as u64),
-        prove_threads = admission.prove_threads,
+        prove_threads = admission.prove_threads.pool_threads(),
         queue_depth = admission.queue_depth,
         queue_timeout_s = admission.queue_timeout.as_secs_f64(),
         expected_service_time_s = admission.service_time.as_secs_f64(),
@@ -140,6 +141,25 @@ async fn run(args: Args) -> Exit {
         max_connection_age_s = limits.max_connection_age.as_secs_f64(),
         "transport and access control"
     );
+    match (admission.max_inflight, admission.prove_threads) {
+        (Some(slots), ProveThreads::Shared(threads)) => tracing::info!(
+            slots,
+            threads,
+            "admission: {slots} proof slots share one pool of {threads} prove threads: a proof \
+             alone gets every thread, proofs side by side split them (--max-inflight or \
+             --prove-threads give each slot a pool of its own instead)"
+        ),
+        (Some(slots), ProveThreads::PerSlot(threads)) => tracing::info!(
+            slots,
+            threads,
+            "admission: {slots} proof slots, each with a pool of its own of {threads} prove \
+             threads (--max-inflight, --prove-threads)"
+        ),
+        (None, threads) => tracing::info!(
+            threads = threads.pool_threads(),
+            "admission: unlimited, every proof on a fresh pool of its own"
+        ),
+    }
     if let Some(fair) = &mut admission.fair {
         // A share for every caller the configuration names; the rest share `anonymous`.
         fair.callers = [&auth.api, &auth.metrics]

@@ -212,7 +212,7 @@ struct TestServer {
 fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -> AdmissionConfig {
     AdmissionConfig {
         max_inflight,
-        prove_threads: 1,
+        prove_threads: crate::admission::ProveThreads::PerSlot(1),
         queue_depth,
         queue_timeout: Duration::from_millis(queue_timeout_ms),
         // Small enough that these tests' queues are bounded by their depth alone; the
