@@ -431,7 +431,7 @@ impl Args {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
-        // Either flag (or --unlimited) asks for today's fixed layout: a pool per slot, the
+        // Either flag (or --unlimited) asks for the fixed layout: a pool per slot, the
         // other flag at its former default (1 slot, every CPU per proof).
         let explicit =
             self.max_inflight.is_some() || self.prove_threads.is_some() || self.unlimited;
