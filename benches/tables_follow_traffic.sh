@@ -16,8 +16,7 @@
 # tables (143.5 MiB), then ownership-721's (29.9 MiB), which evicts them: RSS at each step shows
 # whether the evicted tables' memory goes back to the kernel.
 #
-# Run it under the exclusive benchmark lock (it takes no lock itself):
-#   flock -x /work/bench.lock benches/tables_follow_traffic.sh
+# Nothing else should run on the machine meanwhile (the script takes no lock itself).
 # Writes OUT (default benches/results/<date>-<cpu>-tables-follow-traffic/): summary.tsv (one line
 # per server and step), one directory per loadgen run (report.json, report.md, requests.csv),
 # each server's metrics after its run and its log. Env: ROUNDS, IDLE, DURATION, EVICT_BUDGET,
@@ -67,7 +66,11 @@ start_server() { # NAME FLAGS...
 }
 stop_server() {
   kill -TERM "$SERVER"; wait "$SERVER" || true
+  SERVER=
 }
+SERVER=
+# A failed step leaves no server behind.
+trap '[ -z "$SERVER" ] || kill -TERM "$SERVER" 2>/dev/null || true' EXIT
 
 # Proves BODY on ROUTE one at a time until SERIES reaches 1 (at most 600 s); prints
 # "proofs seconds p50_ms".
@@ -83,7 +86,7 @@ prove_until() { # ROUTE BODY SERIES
     fi
   done
   printf '%s\n' "${times[@]}" | sort -n | awk -v n="$n" -v t0="$t0" -v now="$(date +%s.%N)" \
-    '{a[NR] = $1} END {printf "%d %.1f %.1f", n, now - t0, 1000 * a[int((NR + 1) / 2)]}'
+    '{a[NR] = $1} END {printf "%d %.1f %.1f\n", n, now - t0, 1000 * a[int((NR + 1) / 2)]}'
 }
 
 load_run() { # ROUND NAME

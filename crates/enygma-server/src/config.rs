@@ -966,6 +966,39 @@ mod tests {
     }
 
     #[test]
+    fn table_memory_is_a_size_or_the_default_share() {
+        use crate::tables::TableBudget;
+        let parse = |flags: &[&str]| {
+            Args::try_parse_from(std::iter::once("enygma-server").chain(flags.iter().copied()))
+        };
+        let budget = |flags: &[&str]| parse(flags).unwrap().tables(Vec::new()).budget;
+        assert_eq!(
+            budget(&["--table-memory", "2GiB"]),
+            TableBudget::Fixed(2 << 30)
+        );
+        assert_eq!(budget(&["--table-memory", "0"]), TableBudget::Fixed(0));
+        assert_eq!(
+            budget(&["--table-memory", "500MB"]),
+            TableBudget::Fixed(500_000_000)
+        );
+        // The default: half the limit, with room for the slots' proofs.
+        match budget(&["--max-inflight", "3"]) {
+            TableBudget::Share { in_flight, .. } => assert_eq!(in_flight, 3),
+            other => panic!("{other:?}"),
+        }
+        let err = parse(&["--table-memory", "half"]).unwrap_err().to_string();
+        assert!(err.contains("--table-memory takes bytes"), "{err}");
+        let pinned = statements::by_stem("transfer-k6").unwrap();
+        assert_eq!(
+            parse(&["--precompute", "transfer-k6"])
+                .unwrap()
+                .tables(vec![pinned])
+                .pinned,
+            vec![pinned]
+        );
+    }
+
+    #[test]
     fn precompute_names_hosted_circuits_or_is_refused() {
         let parse = |flags: &[&str]| {
             Args::try_parse_from(std::iter::once("enygma-server").chain(flags.iter().copied()))

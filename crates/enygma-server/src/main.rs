@@ -167,9 +167,9 @@ async fn run(args: Args) -> Exit {
     }
     let tables = args.tables(precomputed.clone());
     tracing::info!(
-        table_memory = ?tables.budget,
+        table_memory = %tables.budget,
         build_after_proofs = enygma_server::tables::BUILD_AFTER_PROOFS,
-        "precomputed MSM tables follow the traffic (table_memory Fixed(0): off)"
+        "precomputed MSM tables for the circuits that receive proofs"
     );
     let state = match AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone()) {
         Ok(state) => Arc::new(state.with_auth(auth.clone()).with_tables(tables)),

@@ -324,7 +324,7 @@ fn physical_memory() -> u64 {
 /// what the loaded process (`loaded_rss`, keys and matrices) and `in_flight` proofs of
 /// [`IN_FLIGHT_RESERVE_BYTES`] each leave of it.
 pub fn default_budget(limit: u64, loaded_rss: u64, in_flight: u64) -> u64 {
-    let share = limit / 100 * DEFAULT_SHARE_PERCENT;
+    let share = (u128::from(limit) * u128::from(DEFAULT_SHARE_PERCENT) / 100) as u64;
     let reserve = loaded_rss.saturating_add(in_flight.saturating_mul(IN_FLIGHT_RESERVE_BYTES));
     share.min(limit.saturating_sub(reserve))
 }
@@ -346,6 +346,21 @@ pub enum TableBudget {
     /// The default: a share of `limit`, less what the loaded keys and `in_flight` proofs need
     /// ([`default_budget`]), resolved once the keys are loaded.
     Share { limit: MemoryLimit, in_flight: u64 },
+}
+
+impl std::fmt::Display for TableBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            TableBudget::Fixed(0) => write!(f, "0 (no automatic tables)"),
+            TableBudget::Fixed(bytes) => write!(f, "{} MiB", mib(bytes)),
+            TableBudget::Share { limit, in_flight } => write!(
+                f,
+                "{DEFAULT_SHARE_PERCENT} % of the {} ({} MiB), less the loaded keys and {in_flight} proofs in flight",
+                limit.source(),
+                mib(limit.bytes())
+            ),
+        }
+    }
 }
 
 /// What the cache is configured with.
@@ -686,7 +701,7 @@ mod tests {
     #[test]
     fn pinned_tables_are_never_evicted_and_count_in_the_budget() {
         let mut p = TablePolicy::new(1000, 1);
-        let (k6, k2, k3, dvp) = (
+        let (k6, k2, k3, w6) = (
             inst("transfer-k6"),
             inst("transfer-k2"),
             inst("transfer-k3"),
@@ -695,7 +710,7 @@ mod tests {
         p.add(k6, 600, true);
         p.add(k2, 300, false);
         p.add(k3, 300, false);
-        p.add(dvp, 500, false);
+        p.add(w6, 500, false);
         assert_eq!(p.state(k6), Some(TableState::Pinned));
         assert_eq!(p.used_bytes(), 600);
         assert_eq!(p.proved(k6), None, "pinned: nothing to build");
@@ -704,8 +719,8 @@ mod tests {
         assert_eq!(b.evict, vec![k2], "k6 is older but pinned");
         assert_eq!(p.state(k6), Some(TableState::Pinned));
         // 600 pinned + 500 can never fit 1000: never built, nothing evicted for it.
-        assert_eq!(p.proved(dvp), None);
-        assert_eq!(p.state(dvp), Some(TableState::TooLarge));
+        assert_eq!(p.proved(w6), None);
+        assert_eq!(p.state(w6), Some(TableState::TooLarge));
         assert_eq!(p.state(k3), Some(TableState::Resident));
     }
 
@@ -811,9 +826,9 @@ mod tests {
             budget: TableBudget::Fixed(250),
             pinned: vec![],
         };
-        let cache = TableCache::new(config, metrics.clone());
+        let cache: TableCache<TabledBackend> = TableCache::new(config, metrics.clone());
         let backend = Arc::new(TabledBackend::default());
-        cache.attach(&backend, &[k2, k3, k4]);
+        cache.attach(backend.as_ref(), &[k2, k3, k4]);
         for i in [k2, k3, k4] {
             for _ in 0..BUILD_AFTER_PROOFS {
                 cache.proved(&backend, i, false);
@@ -892,12 +907,12 @@ mod tests {
             budget: TableBudget::Fixed(1 << 30),
             pinned: vec![],
         };
-        let cache = TableCache::new(config, metrics.clone());
+        let cache: TableCache<TabledBackend> = TableCache::new(config, metrics.clone());
         let backend = Arc::new(TabledBackend {
             fail: true,
             ..TabledBackend::default()
         });
-        cache.attach(&backend, &[owner]);
+        cache.attach(backend.as_ref(), &[owner]);
         for _ in 0..BUILD_AFTER_PROOFS {
             cache.proved(&backend, owner, false);
         }
@@ -936,9 +951,9 @@ mod tests {
             budget: TableBudget::Fixed(0),
             pinned: vec![k6],
         };
-        let cache = TableCache::new(config, metrics.clone());
+        let cache: TableCache<TabledBackend> = TableCache::new(config, metrics.clone());
         let backend = Arc::new(TabledBackend::default());
-        cache.attach(&backend, &[k6, owner]);
+        cache.attach(backend.as_ref(), &[k6, owner]);
         assert_eq!(cache.state(k6), Some(TableState::Pinned));
         for _ in 0..3 {
             cache.proved(&backend, owner, false);
@@ -1033,6 +1048,8 @@ mod tests {
             512 * mib - 380 * mib - 2 * IN_FLIGHT_RESERVE_BYTES
         );
         assert_eq!(default_budget(256 * mib, 380 * mib, 2), 0);
+        assert_eq!(TableBudget::Fixed(512 * mib).to_string(), "512 MiB");
+        assert_eq!(TableBudget::Fixed(0).to_string(), "0 (no automatic tables)");
         let detected = MemoryLimit::detect();
         assert!(detected.bytes() > 64 * mib, "{detected:?}");
     }
