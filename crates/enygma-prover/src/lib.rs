@@ -28,6 +28,7 @@ pub mod wipe;
 
 use std::{
     path::Path,
+    sync::{Arc, RwLock},
     time::{Duration, Instant},
 };
 
@@ -135,10 +136,13 @@ pub struct CircuitKeys {
     pub shape: CircuitShape,
     pub proving_key: groth16::SparseProvingKey,
     prepared_vk: PreparedVerifyingKey<Bn254>,
-    /// Fixed-base tables of the proving key's MSM bases, when precomputed
-    /// ([`Prover::precompute`]): proofs take 0.67-0.77x the time for about `(D + 2V + 3B)` KiB,
-    /// `B` the variables of the B query (`benches/results/2026-12-03-msm-techniques.md`).
-    tables: Option<groth16::PrecomputedQueries>,
+    /// Fixed-base tables of the proving key's MSM bases, when built ([`Prover::precompute`] at
+    /// start, [`Prover::build_tables`] later): proofs take 0.67-0.77x the time for about
+    /// `(D + 2V + 3B)` KiB, `B` the variables of the B query
+    /// (`benches/results/2026-12-03-msm-techniques.md`). Shared, so that a proof keeps the
+    /// tables it started with when they are dropped meanwhile ([`Prover::drop_tables`]): their
+    /// memory goes when the last such proof ends.
+    tables: RwLock<Option<Arc<groth16::PrecomputedQueries>>>,
     /// Where the key's toxic waste went and the QAP reduction its H query is for (its file's
     /// [`keys::KeyRecord`]).
     pub record: keys::KeyRecord,
@@ -151,15 +155,32 @@ impl CircuitKeys {
 
     /// Bytes the precomputed MSM tables of this instance hold, or would hold once built.
     pub fn precomputed_table_bytes(&self) -> usize {
-        self.tables.as_ref().map_or_else(
+        self.tables().map_or_else(
             || groth16::PrecomputedQueries::memory_bytes_for_key(&self.proving_key),
-            groth16::PrecomputedQueries::memory_bytes,
+            |t| t.memory_bytes(),
         )
     }
 
-    /// Whether proofs of this instance use precomputed MSM tables.
+    /// Whether proofs of this instance (those that start now) use precomputed MSM tables.
     pub fn is_precomputed(&self) -> bool {
-        self.tables.is_some()
+        self.tables().is_some()
+    }
+
+    /// The tables, if built, for one proof to hold until it ends.
+    fn tables(&self) -> Option<Arc<groth16::PrecomputedQueries>> {
+        // A panic while the lock was held cannot leave the Option half-written: use it as is.
+        self.tables
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_tables(
+        &self,
+        tables: Option<Arc<groth16::PrecomputedQueries>>,
+    ) -> Option<Arc<groth16::PrecomputedQueries>> {
+        let mut slot = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *slot, tables)
     }
 
     /// Loads the keys of `instance` from `dir`, creating development keys if the proving key is
@@ -250,7 +271,7 @@ impl CircuitKeys {
             shape,
             proving_key,
             prepared_vk,
-            tables: None,
+            tables: RwLock::new(None),
             record,
         })
     }
@@ -309,6 +330,8 @@ pub struct ProveTimings {
     pub witness: Duration,
     /// QAP witness map, the MSMs, and the self-check of the proof.
     pub prove: Duration,
+    /// Whether the MSMs used the instance's precomputed tables.
+    pub precomputed: bool,
 }
 
 /// Keys and matrices for a set of instances (by default all of them).
@@ -382,8 +405,8 @@ impl Prover {
         let mut total = 0;
         for keys in self
             .circuits
-            .iter_mut()
-            .filter(|c| instances.contains(&c.shape.instance) && c.tables.is_none())
+            .iter()
+            .filter(|c| instances.contains(&c.shape.instance) && !c.is_precomputed())
         {
             let bytes = keys.precomputed_table_bytes();
             let started = Instant::now();
@@ -392,7 +415,9 @@ impl Prover {
                 table_mib = mib(bytes),
                 "building precomputed MSM tables"
             );
-            keys.tables = Some(groth16::PrecomputedQueries::new(&keys.proving_key));
+            keys.set_tables(Some(Arc::new(groth16::PrecomputedQueries::new(
+                &keys.proving_key,
+            ))));
             total += bytes;
             tracing::info!(
                 circuit = %keys.shape.instance,
@@ -409,6 +434,29 @@ impl Prover {
             );
         }
         Ok(())
+    }
+
+    /// Builds the fixed-base MSM tables of one loaded instance on the current rayon pool and
+    /// lets the proofs that start from then on use them (those already running go on without).
+    /// Returns the tables' bytes. Tables already built are kept as they are.
+    pub fn build_tables(&self, instance: Instance) -> Result<usize, ProveError> {
+        let keys = self.keys(instance)?;
+        if let Some(tables) = keys.tables() {
+            return Ok(tables.memory_bytes());
+        }
+        let tables = groth16::PrecomputedQueries::new(&keys.proving_key);
+        let bytes = tables.memory_bytes();
+        keys.set_tables(Some(Arc::new(tables)));
+        Ok(bytes)
+    }
+
+    /// Drops the MSM tables of `instance`, if built: proofs that start from now on run without
+    /// them, and their memory is freed once the proofs still using them end. Returns the bytes
+    /// they held (0 when there were none, or the instance is not loaded).
+    pub fn drop_tables(&self, instance: Instance) -> usize {
+        self.circuit(instance)
+            .and_then(|keys| keys.set_tables(None))
+            .map_or(0, |tables| tables.memory_bytes())
     }
 
     /// The instances whose keys are loaded.
@@ -452,6 +500,8 @@ impl Prover {
     ) -> Result<(ProofResponse, ProveTimings), ProveError> {
         let keys = self.keys(prepared.instance)?;
         let shape = &keys.shape;
+        // Taken once: tables dropped or built while this proof runs do not change it.
+        let tables = keys.tables();
         let started = Instant::now();
         let assignment = self.assignment(prepared)?;
         let internal =
@@ -465,7 +515,7 @@ impl Prover {
         // `groth16`), with enygma-msm's MSMs running concurrently on the caller's pool.
         let (proof, _phases) = groth16::create_proof(
             &keys.proving_key,
-            keys.tables.as_ref(),
+            tables.as_deref(),
             &shape.r1cs,
             &assignment,
             blinding[0],
@@ -482,7 +532,11 @@ impl Prover {
         let prove = started.elapsed();
         Ok((
             ProofResponse::from_proof(&proof, public_inputs),
-            ProveTimings { witness, prove },
+            ProveTimings {
+                witness,
+                prove,
+                precomputed: tables.is_some(),
+            },
         ))
     }
 

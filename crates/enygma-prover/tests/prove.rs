@@ -504,3 +504,45 @@ fn precomputed_tables_give_the_same_proof_for_the_same_randomness() {
         "{err}"
     );
 }
+
+/// Tables built and dropped while the prover serves: proofs that start after a build use the
+/// tables (and verify), those after a drop run without them, and the bytes reported are the
+/// announced ones.
+#[test]
+fn tables_built_and_dropped_at_run_time_change_the_proofs_that_start_after() {
+    let owner = statements::by_stem("ownership-721").unwrap();
+    let prover = Prover::load(&repo().join("keys"), &[owner], keys::MissingKeys::Create).unwrap();
+    let announced = prover.circuit(owner).unwrap().precomputed_table_bytes();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(41);
+    let body = owner
+        .generate(&statements::RequestSpec::default(), &mut rng)
+        .unwrap()
+        .to_string();
+    let prepared = prepare(owner, body.as_bytes()).unwrap();
+    let prove = || {
+        let (proof, timings) = prover.prove(&prepared).unwrap();
+        assert!(prover.verify(owner, &proof).unwrap());
+        timings.precomputed
+    };
+
+    assert!(!prove(), "no tables yet");
+    assert_eq!(prover.drop_tables(owner), 0, "nothing to drop");
+    assert_eq!(prover.build_tables(owner).unwrap(), announced);
+    assert!(prover.circuit(owner).unwrap().is_precomputed());
+    assert!(prove(), "built: used");
+    assert_eq!(
+        prover.build_tables(owner).unwrap(),
+        announced,
+        "kept as built"
+    );
+    assert_eq!(prover.drop_tables(owner), announced);
+    assert!(!prover.circuit(owner).unwrap().is_precomputed());
+    assert!(!prove(), "dropped: not used");
+
+    let t2 = instance(Kind::Transfer, 2);
+    let err = prover.build_tables(t2).unwrap_err().to_string();
+    assert!(
+        err.contains("transfer-k2") && err.contains("not loaded"),
+        "{err}"
+    );
+}

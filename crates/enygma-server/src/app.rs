@@ -28,6 +28,7 @@ use crate::caller::Caller;
 use crate::check_pool::CheckPool;
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
+use crate::tables::{TableCache, TableConfig};
 
 /// gin's JSON content type.
 const JSON: &str = "application/json; charset=utf-8";
@@ -52,6 +53,8 @@ pub struct AppState<B: ProofBackend> {
     pub metrics: Arc<Metrics>,
     /// Bearer tokens of the API and of `/metrics` (none by default: open).
     pub auth: Arc<Auth>,
+    /// The precomputed MSM tables that follow the traffic (none by default).
+    pub tables: TableCache<B>,
     draining: AtomicBool,
     body_limit: usize,
     /// The statement instances this server proves and verifies (`--circuits`); the routes of
@@ -95,6 +98,7 @@ impl<B: ProofBackend> AppState<B> {
             ),
             checks: CheckPool::new(cfg.check_threads, cfg.check_queue_depth)?,
             bad_requests: BadRequestLimit::new(cfg.bad_request_burst, cfg.bad_request_refill),
+            tables: TableCache::new(TableConfig::default(), metrics.clone()),
             metrics,
             auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
@@ -113,8 +117,18 @@ impl<B: ProofBackend> AppState<B> {
         self
     }
 
+    /// Builds precomputed MSM tables for the instances that receive proofs, as `config` says
+    /// ([`crate::tables`]).
+    pub fn with_tables(mut self, config: TableConfig) -> Self {
+        self.tables = TableCache::new(config, self.metrics.clone());
+        self
+    }
+
     /// Makes the service ready. Only the first call has an effect.
     pub fn set_backend(&self, backend: B) {
+        if self.backend.get().is_none() {
+            self.tables.attach(&backend, &self.hosted);
+        }
         let _ = self.backend.set(Arc::new(backend));
     }
 
@@ -540,9 +554,10 @@ async fn prove<B: ProofBackend>(
     }
     let prepared = prepare(&st, &backend, instance, body).await?;
     let slot = admit_proof(&st, &ctx, &caller).await?;
+    let prover = backend.clone();
     let out = st
         .prove
-        .run(slot, move || backend.prove(&prepared))
+        .run(slot, move || prover.prove(&prepared))
         .await
         .map_err(|_| ApiError::internal("the prover failed unexpectedly"))??;
     ctx.update(|i| {
@@ -550,6 +565,7 @@ async fn prove<B: ProofBackend>(
         i.prove = Some(out.prove);
     });
     st.metrics.observe_proof(instance, out.witness, out.prove);
+    st.tables.proved(&backend, instance, out.precomputed);
     Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
 }
 

@@ -31,6 +31,23 @@ pub trait ProofBackend: Send + Sync + 'static {
     fn keys(&self) -> Vec<(Instance, KeyRecord)> {
         Vec::new()
     }
+
+    /// Bytes the precomputed MSM tables of `instance` take (built or not), or `None` when this
+    /// prover has no tables for it: the table cache ([`crate::tables`]) leaves it alone.
+    fn table_bytes(&self, _instance: Instance) -> Option<usize> {
+        None
+    }
+
+    /// Builds the tables of `instance` on the current rayon pool; proofs that start afterwards
+    /// use them. Slow (seconds); never called on a prove pool.
+    fn build_tables(&self, _instance: Instance) -> Result<(), BackendError> {
+        Err(BackendError::Internal("this prover has no tables".into()))
+    }
+
+    /// Drops the tables of `instance`; returns the bytes they held.
+    fn drop_tables(&self, _instance: Instance) -> usize {
+        0
+    }
 }
 
 /// A finished proof: the 200 body, already serialised, and where the time went.
@@ -39,6 +56,8 @@ pub struct ProofOutput {
     pub json: Vec<u8>,
     pub witness: Duration,
     pub prove: Duration,
+    /// Whether the proof used precomputed MSM tables.
+    pub precomputed: bool,
 }
 
 /// Why a request could not be served. Messages must be safe to return and log: they may name a

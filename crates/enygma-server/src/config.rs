@@ -85,6 +85,17 @@ pub struct Args {
           default_value = "none", value_parser = parse_precompute)]
     pub precompute: Precompute,
 
+    /// Memory for the MSM tables built in the background for the circuits that receive proofs
+    /// (after their second proof, one build at a time at low priority; the least recently
+    /// proved circuit's tables are dropped when a new one would not fit). Bytes, or with a unit:
+    /// 512MiB, 2GiB (1024-based), 500MB (1000-based); 0 turns the automatic tables off. The
+    /// --precompute tables count in it and are never dropped [default: half the container's
+    /// memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes), or of the physical
+    /// memory without one, and no more than the loaded process and 24 MiB per proof in flight
+    /// leave of that limit].
+    #[arg(long, env = "ENYGMA_TABLE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
+    pub table_memory: Option<u64>,
+
     /// Pin every prove thread to a processor of its own (Linux). With the default shared pool,
     /// thread t runs only on the t-th allowed CPU (the threads stop migrating; proofs still
     /// share them). With --max-inflight / --prove-threads, slot s, thread t runs only on the
@@ -344,6 +355,17 @@ fn parse_precompute(s: &str) -> Result<Precompute, String> {
     }
 }
 
+/// Parses `--table-memory`: a number of bytes with an optional unit (`bytesize`'s: KiB, MiB,
+/// GiB are 1024-based, KB, MB, GB 1000-based).
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|_| {
+            format!("--table-memory takes bytes, e.g. 0, 536870912, 512MiB or 2GiB; got {s:?}")
+        })
+}
+
 /// A `--circuits` list, resolved against the statement registry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CircuitList(pub Vec<Instance>);
@@ -406,6 +428,24 @@ impl Args {
                 None => Ok(list.clone()),
             },
         }
+    }
+
+    /// The table cache's configuration: `--table-memory` (or the default share of the memory
+    /// limit, with room for the proofs `--max-inflight` allows) and the `--precompute` circuits,
+    /// pinned.
+    pub fn tables(&self, pinned: Vec<Instance>) -> crate::tables::TableConfig {
+        use crate::tables::{MemoryLimit, TableBudget};
+        let budget = match self.table_memory {
+            Some(bytes) => TableBudget::Fixed(bytes),
+            None => TableBudget::Share {
+                limit: MemoryLimit::detect(),
+                in_flight: self.admission().max_inflight.map_or_else(
+                    || std::thread::available_parallelism().map_or(2, |n| n.get() as u64),
+                    |n| n as u64,
+                ),
+            },
+        };
+        crate::tables::TableConfig { budget, pinned }
     }
 
     /// What to do about a missing proving key.
@@ -950,6 +990,39 @@ mod tests {
         assert!(
             err.contains("transfer-k6") && err.contains("withdraw"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn table_memory_is_a_size_or_the_default_share() {
+        use crate::tables::TableBudget;
+        let parse = |flags: &[&str]| {
+            Args::try_parse_from(std::iter::once("enygma-server").chain(flags.iter().copied()))
+        };
+        let budget = |flags: &[&str]| parse(flags).unwrap().tables(Vec::new()).budget;
+        assert_eq!(
+            budget(&["--table-memory", "2GiB"]),
+            TableBudget::Fixed(2 << 30)
+        );
+        assert_eq!(budget(&["--table-memory", "0"]), TableBudget::Fixed(0));
+        assert_eq!(
+            budget(&["--table-memory", "500MB"]),
+            TableBudget::Fixed(500_000_000)
+        );
+        // The default: half the limit, with room for the slots' proofs.
+        match budget(&["--max-inflight", "3"]) {
+            TableBudget::Share { in_flight, .. } => assert_eq!(in_flight, 3),
+            other => panic!("{other:?}"),
+        }
+        let err = parse(&["--table-memory", "half"]).unwrap_err().to_string();
+        assert!(err.contains("--table-memory takes bytes"), "{err}");
+        let pinned = statements::by_stem("transfer-k6").unwrap();
+        assert_eq!(
+            parse(&["--precompute", "transfer-k6"])
+                .unwrap()
+                .tables(vec![pinned])
+                .pinned,
+            vec![pinned]
         );
     }
 

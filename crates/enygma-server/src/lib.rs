@@ -112,6 +112,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod prover;
 pub mod server;
+pub mod tables;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod tls;

@@ -185,8 +185,14 @@ async fn run(args: Args) -> Exit {
     for warning in access.exposure_warnings(args.bind) {
         tracing::warn!(bind = %args.bind, port = args.port, "{warning}");
     }
+    let tables = args.tables(precomputed.clone());
+    tracing::info!(
+        table_memory = %tables.budget,
+        build_after_proofs = enygma_server::tables::BUILD_AFTER_PROOFS,
+        "precomputed MSM tables for the circuits that receive proofs"
+    );
     let state = match AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone()) {
-        Ok(state) => Arc::new(state.with_auth(auth.clone())),
+        Ok(state) => Arc::new(state.with_auth(auth.clone()).with_tables(tables)),
         Err(e) => {
             tracing::error!(error = %e, "cannot start");
             return Exit::Startup;

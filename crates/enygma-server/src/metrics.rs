@@ -28,6 +28,12 @@ const PROVE_BUCKETS: &[f64] = &[
     0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0,
 ];
 
+/// Upper bounds (seconds) of the table build histogram buckets: a k = 6 transfer's build takes
+/// seconds on a quiet core and a minute or two at low priority beside busy proofs.
+const TABLE_BUILD_BUCKETS: &[f64] = &[
+    0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
+
 /// The two admission queues.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum QueueKind {
@@ -196,6 +202,21 @@ struct ProofTimes {
     prove: Histogram,
 }
 
+/// The precomputed MSM tables of one hosted instance ([`crate::tables`]).
+struct TableSeries {
+    instance: Instance,
+    /// Resident now (pinned ones included).
+    bytes: AtomicU64,
+    /// Proofs with tables, and without.
+    hits: AtomicU64,
+    misses: AtomicU64,
+    builds_started: AtomicU64,
+    builds_built: AtomicU64,
+    builds_failed: AtomicU64,
+    build_seconds: Histogram,
+    evictions: AtomicU64,
+}
+
 /// The labels of `enygma_http_requests_total`: route template, k (none for a statement without
 /// sizes or an unknown k) and status.
 type RequestLabels = (&'static str, Option<usize>, u16);
@@ -219,6 +240,10 @@ pub struct Metrics {
     /// Indexed by [`AuthScope`], then [`AuthFailure`].
     auth_rejected: [[AtomicU64; 2]; 2],
     pub connections: ConnectionCounters,
+    /// One per hosted instance, in registry order.
+    tables: Vec<TableSeries>,
+    /// `--table-memory`, resolved.
+    table_budget: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -270,6 +295,72 @@ impl Metrics {
             bad_requests_limited: AtomicU64::new(0),
             auth_rejected: Default::default(),
             connections: ConnectionCounters::default(),
+            tables: hosted
+                .iter()
+                .map(|&instance| TableSeries {
+                    instance,
+                    bytes: AtomicU64::new(0),
+                    hits: AtomicU64::new(0),
+                    misses: AtomicU64::new(0),
+                    builds_started: AtomicU64::new(0),
+                    builds_built: AtomicU64::new(0),
+                    builds_failed: AtomicU64::new(0),
+                    build_seconds: Histogram::new(TABLE_BUILD_BUCKETS),
+                    evictions: AtomicU64::new(0),
+                })
+                .collect(),
+            table_budget: AtomicU64::new(0),
+        }
+    }
+
+    fn table_series(&self, instance: Instance) -> Option<&TableSeries> {
+        self.tables.iter().find(|t| t.instance == instance)
+    }
+
+    /// The memory budget of the automatic tables.
+    pub fn table_budget(&self, bytes: u64) {
+        self.table_budget.store(bytes, Ordering::Relaxed);
+    }
+
+    /// A proof of `instance` ended, with its tables (`hit`) or without.
+    pub fn table_proof(&self, instance: Instance, hit: bool) {
+        if let Some(t) = self.table_series(instance) {
+            let counter = if hit { &t.hits } else { &t.misses };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn table_build_started(&self, instance: Instance) {
+        if let Some(t) = self.table_series(instance) {
+            t.builds_started.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A build of `instance`'s tables ended after `took`: built, or failed.
+    pub fn table_build_finished(&self, instance: Instance, took: Duration, built: bool) {
+        if let Some(t) = self.table_series(instance) {
+            let counter = if built {
+                &t.builds_built
+            } else {
+                &t.builds_failed
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            t.build_seconds.observe(took);
+        }
+    }
+
+    /// The tables of `instance` now hold `bytes`.
+    pub fn table_bytes(&self, instance: Instance, bytes: u64) {
+        if let Some(t) = self.table_series(instance) {
+            t.bytes.store(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// The tables of `instance` were evicted.
+    pub fn table_evicted(&self, instance: Instance) {
+        if let Some(t) = self.table_series(instance) {
+            t.evictions.fetch_add(1, Ordering::Relaxed);
+            t.bytes.store(0, Ordering::Relaxed);
         }
     }
 
@@ -371,6 +462,7 @@ impl Metrics {
         self.render_queues(o, &gauges);
         self.render_proof_times(o);
         self.render_admission_estimates(o, &gauges);
+        self.render_tables(o);
         header(
             o,
             "enygma_check_pending",
@@ -402,6 +494,106 @@ impl Metrics {
         );
         self.render_access(o);
         out
+    }
+
+    /// The precomputed MSM tables: budget, bytes, proofs with and without, builds, evictions.
+    fn render_tables(&self, o: &mut String) {
+        header(
+            o,
+            "enygma_table_memory_budget_bytes",
+            "gauge",
+            "Memory the precomputed MSM tables may take (--table-memory, pinned ones included; 0: no automatic tables).",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_table_memory_budget_bytes {}",
+            self.table_budget.load(Ordering::Relaxed)
+        );
+        type Series = fn(&TableSeries) -> &AtomicU64;
+        let gauges: [(&str, &str, &str, Series); 2] = [
+            (
+                "enygma_table_bytes",
+                "gauge",
+                "Bytes of precomputed MSM tables resident per instance (built at start or for traffic).",
+                |t| &t.bytes,
+            ),
+            (
+                "enygma_table_evictions_total",
+                "counter",
+                "Precomputed MSM tables evicted (least recently proved) to make room for another instance's.",
+                |t| &t.evictions,
+            ),
+        ];
+        for (name, kind, help, get) in gauges {
+            header(o, name, kind, help);
+            for t in &self.tables {
+                let _ = writeln!(
+                    o,
+                    "{name}{{{}}} {}",
+                    instance_labels(t.instance),
+                    get(t).load(Ordering::Relaxed)
+                );
+            }
+        }
+        header(
+            o,
+            "enygma_table_proofs_total",
+            "counter",
+            "Proofs by instance, with precomputed MSM tables (tables=\"hit\") or without (\"miss\").",
+        );
+        for t in &self.tables {
+            let labels = instance_labels(t.instance);
+            for (label, counter) in [("hit", &t.hits), ("miss", &t.misses)] {
+                let _ = writeln!(
+                    o,
+                    "enygma_table_proofs_total{{{labels},tables=\"{label}\"}} {}",
+                    counter.load(Ordering::Relaxed)
+                );
+            }
+        }
+        header(
+            o,
+            "enygma_table_builds_started_total",
+            "counter",
+            "Background builds of precomputed MSM tables started.",
+        );
+        for t in &self.tables {
+            let _ = writeln!(
+                o,
+                "enygma_table_builds_started_total{{{}}} {}",
+                instance_labels(t.instance),
+                t.builds_started.load(Ordering::Relaxed)
+            );
+        }
+        header(
+            o,
+            "enygma_table_builds_finished_total",
+            "counter",
+            "Background builds of precomputed MSM tables finished, by outcome (built, failed: the instance proves without).",
+        );
+        for t in &self.tables {
+            let labels = instance_labels(t.instance);
+            for (outcome, counter) in [("built", &t.builds_built), ("failed", &t.builds_failed)] {
+                let _ = writeln!(
+                    o,
+                    "enygma_table_builds_finished_total{{{labels},outcome=\"{outcome}\"}} {}",
+                    counter.load(Ordering::Relaxed)
+                );
+            }
+        }
+        header(
+            o,
+            "enygma_table_build_seconds",
+            "histogram",
+            "Time of each background build of precomputed MSM tables (one thread at low priority).",
+        );
+        for t in &self.tables {
+            t.build_seconds.render(
+                o,
+                "enygma_table_build_seconds",
+                &instance_labels(t.instance),
+            );
+        }
     }
 
     /// Finished requests by route, k and status.

@@ -76,6 +76,7 @@ impl ProofBackend for RealBackend {
             json,
             witness: timings.witness,
             prove: timings.prove,
+            precomputed: timings.precomputed,
         })
     }
 
@@ -89,6 +90,21 @@ impl ProofBackend for RealBackend {
             .instances()
             .filter_map(|i| self.0.circuit(i).map(|keys| (i, keys.record.clone())))
             .collect()
+    }
+
+    fn table_bytes(&self, instance: Instance) -> Option<usize> {
+        self.0
+            .circuit(instance)
+            .map(|keys| keys.precomputed_table_bytes())
+    }
+
+    fn build_tables(&self, instance: Instance) -> Result<(), BackendError> {
+        self.0.build_tables(instance)?;
+        Ok(())
+    }
+
+    fn drop_tables(&self, instance: Instance) -> usize {
+        self.0.drop_tables(instance)
     }
 }
 

@@ -52,6 +52,7 @@ impl ProofBackend for SleepingBackend {
             json: PLACEHOLDER_PROOF.as_bytes().to_vec(),
             witness: self.witness,
             prove: self.prove,
+            precomputed: false,
         })
     }
 

@@ -133,6 +133,7 @@ impl ProofBackend for Fake {
                     .into_bytes(),
                 witness: Duration::from_millis(1),
                 prove: end - start,
+                precomputed: false,
             }),
         }
     }

@@ -1646,3 +1646,76 @@ fn require_ceremony_keys_refuses_development_keys() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Tables follow the traffic, on the smallest instance: a replica hosting ownership-721 starts
+/// without tables, builds them in the background after the instance's second proof, and proves
+/// with them from then on; that proof still verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_are_built_for_the_instance_that_receives_proofs() {
+    let _serial = serial();
+    let server = Server::start(&["--circuits", "ownership-721"]).await;
+    let labels = r#"statement="ownership-721",k="none""#;
+    let series = |name: &str, extra: &str| format!("{name}{{{labels}{extra}}}");
+    let metrics = server.metrics().await;
+    assert_eq!(
+        metric(&metrics, &series("enygma_table_bytes", "")),
+        Some(0.0),
+        "no tables before traffic"
+    );
+    let budget = metric(&metrics, "enygma_table_memory_budget_bytes").unwrap();
+    assert!(budget > 64.0 * 1024.0 * 1024.0, "default budget {budget}");
+
+    let prove = |seed: u64| {
+        let body = generated_dvp("ownership-721", 0, seed);
+        async move {
+            let r = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                .await
+                .unwrap();
+            assert_eq!(r.status, 200, "{}", r.body);
+            r
+        }
+    };
+    for seed in [31, 32] {
+        prove(seed).await;
+    }
+    assert_eq!(
+        metric(
+            &server.metrics().await,
+            &series("enygma_table_proofs_total", r#",tables="miss""#)
+        ),
+        Some(2.0)
+    );
+    server
+        .wait_metric(
+            &series("enygma_table_builds_finished_total", r#",outcome="built""#),
+            1.0,
+        )
+        .await;
+    let metrics = server.metrics().await;
+    assert_eq!(
+        metric(&metrics, &series("enygma_table_builds_started_total", "")),
+        Some(1.0)
+    );
+    let bytes = metric(&metrics, &series("enygma_table_bytes", "")).unwrap();
+    // 29.9 MiB for ownership-721 (docs/running.md).
+    assert!(
+        (20.0 * 1048576.0..40.0 * 1048576.0).contains(&bytes),
+        "{bytes}"
+    );
+
+    let proof = prove(33).await;
+    assert!(verdict(server.addr, "/verify-ownership-721", proof.body.as_bytes()).await);
+    assert_eq!(
+        metric(
+            &server.metrics().await,
+            &series("enygma_table_proofs_total", r#",tables="hit""#)
+        ),
+        Some(1.0)
+    );
+    let logs = server.stop();
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("precomputed MSM tables built") && l.contains("ownership-721")),
+        "no build line in the log"
+    );
+}
