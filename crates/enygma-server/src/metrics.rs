@@ -510,7 +510,7 @@ impl Metrics {
             self.table_budget.load(Ordering::Relaxed)
         );
         type Series = fn(&TableSeries) -> &AtomicU64;
-        let gauges: [(&str, &str, &str, Series); 2] = [
+        let per_instance: [(&str, &str, &str, Series); 3] = [
             (
                 "enygma_table_bytes",
                 "gauge",
@@ -523,8 +523,14 @@ impl Metrics {
                 "Precomputed MSM tables evicted (least recently proved) to make room for another instance's.",
                 |t| &t.evictions,
             ),
+            (
+                "enygma_table_builds_started_total",
+                "counter",
+                "Background builds of precomputed MSM tables started.",
+                |t| &t.builds_started,
+            ),
         ];
-        for (name, kind, help, get) in gauges {
+        for (name, kind, help, get) in per_instance {
             header(o, name, kind, help);
             for t in &self.tables {
                 let _ = writeln!(
@@ -535,50 +541,33 @@ impl Metrics {
                 );
             }
         }
-        header(
-            o,
-            "enygma_table_proofs_total",
-            "counter",
-            "Proofs by instance, with precomputed MSM tables (tables=\"hit\") or without (\"miss\").",
-        );
-        for t in &self.tables {
-            let labels = instance_labels(t.instance);
-            for (label, counter) in [("hit", &t.hits), ("miss", &t.misses)] {
-                let _ = writeln!(
-                    o,
-                    "enygma_table_proofs_total{{{labels},tables=\"{label}\"}} {}",
-                    counter.load(Ordering::Relaxed)
-                );
-            }
-        }
-        header(
-            o,
-            "enygma_table_builds_started_total",
-            "counter",
-            "Background builds of precomputed MSM tables started.",
-        );
-        for t in &self.tables {
-            let _ = writeln!(
-                o,
-                "enygma_table_builds_started_total{{{}}} {}",
-                instance_labels(t.instance),
-                t.builds_started.load(Ordering::Relaxed)
-            );
-        }
-        header(
-            o,
-            "enygma_table_builds_finished_total",
-            "counter",
-            "Background builds of precomputed MSM tables finished, by outcome (built, failed: the instance proves without).",
-        );
-        for t in &self.tables {
-            let labels = instance_labels(t.instance);
-            for (outcome, counter) in [("built", &t.builds_built), ("failed", &t.builds_failed)] {
-                let _ = writeln!(
-                    o,
-                    "enygma_table_builds_finished_total{{{labels},outcome=\"{outcome}\"}} {}",
-                    counter.load(Ordering::Relaxed)
-                );
+        // Counters of each instance split in two by one label.
+        type Split = fn(&TableSeries) -> [(&str, &AtomicU64); 2];
+        let split: [(&str, &str, &str, Split); 2] = [
+            (
+                "enygma_table_proofs_total",
+                "tables",
+                "Proofs by instance, with precomputed MSM tables (tables=\"hit\") or without (\"miss\").",
+                |t| [("hit", &t.hits), ("miss", &t.misses)],
+            ),
+            (
+                "enygma_table_builds_finished_total",
+                "outcome",
+                "Background builds of precomputed MSM tables finished, by outcome (built, failed: the instance proves without).",
+                |t| [("built", &t.builds_built), ("failed", &t.builds_failed)],
+            ),
+        ];
+        for (name, label, help, get) in split {
+            header(o, name, "counter", help);
+            for t in &self.tables {
+                let labels = instance_labels(t.instance);
+                for (value, counter) in get(t) {
+                    let _ = writeln!(
+                        o,
+                        "{name}{{{labels},{label}=\"{value}\"}} {}",
+                        counter.load(Ordering::Relaxed)
+                    );
+                }
             }
         }
         header(
