@@ -13,7 +13,7 @@
 # generator's report (load/), burst.csv, triggers.csv, the balancer's log and config, the
 # Prometheus config, and each replica's log. Takes about DURATION x levels + 2 min.
 #
-#   benches/multi_replica.sh                       # release build, 3 replicas x 1 prove thread
+#   benches/multi_replica.sh                       # release build, 3 replicas, default threads
 #   PROFILE=debug LEVELS=3,6 DURATION=20s benches/multi_replica.sh
 # Settings of deploy/local/lib.sh apply (REPLICAS, MAX_INFLIGHT, PROVE_THREADS, QUEUE_DEPTH,
 # CIRCUITS, ...).
@@ -78,7 +78,7 @@ sampler=$!
 log "phase 1: closed-loop levels $LEVELS through the balancer"
 "$LOADGEN_BIN" run --url "$BALANCER_URL" --requests "$REQUESTS" --out "$OUT/load" \
   --levels "$LEVELS" --duration "$DURATION" --warmup "$WARMUP" --metrics-path none --quiet \
-  --label "$REPLICAS replicas x --max-inflight $MAX_INFLIGHT --prove-threads $PROVE_THREADS behind HAProxy"
+  --label "$REPLICAS replicas x ${THREAD_ARGS[*]:-$SLOTS slots on one shared pool} behind HAProxy"
 kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 cp "$WORK/haproxy.log" "$WORK/haproxy-load.log"
@@ -132,8 +132,8 @@ w(f"- Machine: $cpu (lscpu), {r['machine']['logical_cpus']} logical CPUs, {r['ma
 w(f"- Date: {r['generated_at']}; build: $PROFILE; commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates deploy benches/multi_replica.sh || echo ' + uncommitted changes')")
 w("- Replicas: $REPLICAS x \`$(echo "${REPLICA_ARGS[@]}" | sed "s|$PWD/||g; s|--port [0-9]*|--port P|")\`")
 w("- Balancer: HAProxy, \`balance leastconn\`, health check \`GET /readyz\`, \`retry-on 503 conn-failure empty-response\`, \`option redispatch 1\`, \`retries $RETRIES\`, maxconn $BALANCER_MAXCONN per replica ([haproxy.cfg](haproxy.cfg))")
-w("- **Shared machine**: other engineers were compiling on the same 2 cores during this run (load average $load_before before, $load_after after). $REPLICAS replicas x $PROVE_THREADS prove thread on 2 cores also oversubscribe the CPUs by design: this run measures distribution and fault handling, not the capacity of a replica (see benches/results/2026-12-03-amd-epyc/ab.md for that).")
-w("- Reproduce: \`LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP BURST=$BURST benches/multi_replica.sh\`\n")
+w("- **Shared machine**: other engineers were compiling on the same 2 cores during this run (load average $load_before before, $load_after after). $REPLICAS replicas x ${THREAD_ARGS[*]:-a slot and a pool thread per CPU} on 2 cores also oversubscribe the CPUs by design: this run measures distribution and fault handling, not the capacity of a replica (see benches/results/2026-12-03-amd-epyc/ab.md for that).")
+w("- Reproduce: \`${MAX_INFLIGHT:+MAX_INFLIGHT=$MAX_INFLIGHT }${PROVE_THREADS:+PROVE_THREADS=$PROVE_THREADS }LEVELS=$LEVELS DURATION=$DURATION WARMUP=$WARMUP BURST=$BURST benches/multi_replica.sh\`\n")
 w("## Phase 1: closed-loop load through the balancer\n")
 w("| In flight | Throughput (proofs/s) | p50 (ms) | p99 (ms) | max (ms) | prove p50 (ms, server) | queue wait p50 (ms, server) | Errors |")
 w("|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -144,7 +144,7 @@ for l in r["levels"]:
     wait = l.get("queue_wait_ms") or {}
     errs = ", ".join(f"{v} x {k}" for k, v in l["errors"].items()) or "0"
     w(f"| {l['concurrency']} | {l['throughput_rps']:.2f} | {lat.get('p50', nan):.0f} | {lat.get('p99', nan):.0f} | {lat.get('max', nan):.0f} | {prove.get('p50', nan):.0f} | {wait.get('p50', nan):.0f} | {errs} |")
-w("\nThe balancer lets each replica hold $BALANCER_MAXCONN (maxconn = slots + 1) and queues the rest: latency above $((REPLICAS * MAX_INFLIGHT)) in flight is mostly waiting. A proof's own time (prove p50) shows how much CPU the replicas got on the shared machine.")
+w("\nThe balancer lets each replica hold $BALANCER_MAXCONN (maxconn = slots + 1) and queues the rest: latency above $((REPLICAS * SLOTS)) in flight is mostly waiting. A proof's own time (prove p50) shows how much CPU the replicas got on the shared machine.")
 per = collections.Counter()
 retried = 0
 for line in gzip.open(f"{out}/haproxy-load.log.gz", "rt"):

@@ -6,8 +6,12 @@
 # start; every process started here is stopped by local_stop (call it from an EXIT trap).
 #
 # Settings (environment, with defaults):
-#   REPLICAS=3 MAX_INFLIGHT=1 PROVE_THREADS=1 QUEUE_DEPTH=4 QUEUE_TIMEOUT=120s DRAIN_TIMEOUT=60s
-#   BALANCER_MAXCONN=MAX_INFLIGHT+1  requests the balancer lets a replica hold (haproxy.cfg.in)
+#   REPLICAS=3 QUEUE_DEPTH=4 QUEUE_TIMEOUT=120s DRAIN_TIMEOUT=60s
+#   MAX_INFLIGHT= PROVE_THREADS=  unset: the server's default admission (a slot per CPU, all on
+#                          one shared pool); each is passed (--max-inflight, --prove-threads)
+#                          only when set, and either selects a pool per slot
+#   BALANCER_MAXCONN=SLOTS+1  requests the balancer lets a replica hold (haproxy.cfg.in); SLOTS
+#                          is a replica's proof slots as it reports them once ready
 #   CIRCUITS=transfer-k6   statements each replica hosts (--circuits); passed only if the
 #                          server has the flag, else every statement loads (slower start).
 #                          CIRCUITS= (empty) loads every statement.
@@ -22,8 +26,13 @@ REPO_DIR="$(cd "$LOCAL_DIR/../.." && pwd)"
 source "$REPO_DIR/deploy/tools.sh"
 
 REPLICAS="${REPLICAS:-3}"
-MAX_INFLIGHT="${MAX_INFLIGHT:-1}"
-PROVE_THREADS="${PROVE_THREADS:-1}"
+MAX_INFLIGHT="${MAX_INFLIGHT:-}"
+PROVE_THREADS="${PROVE_THREADS:-}"
+THREAD_ARGS=()
+[ -z "$MAX_INFLIGHT" ] || THREAD_ARGS+=(--max-inflight "$MAX_INFLIGHT")
+[ -z "$PROVE_THREADS" ] || THREAD_ARGS+=(--prove-threads "$PROVE_THREADS")
+# A replica's proof slots: set by local_read_slots.
+SLOTS=
 QUEUE_DEPTH="${QUEUE_DEPTH:-4}"
 QUEUE_TIMEOUT="${QUEUE_TIMEOUT:-120s}"
 DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-60s}"
@@ -32,7 +41,7 @@ SERVER_BIN="${SERVER_BIN:-${ENYGMA_SERVER_BIN:-$REPO_DIR/target/debug/enygma-ser
 KEYS_DIR="${KEYS_DIR:-$REPO_DIR/keys}"
 READY_TIMEOUT="${READY_TIMEOUT:-600}"
 RETRIES="${RETRIES:-6}"
-BALANCER_MAXCONN="${BALANCER_MAXCONN:-$((MAX_INFLIGHT + 1))}"
+BALANCER_MAXCONN="${BALANCER_MAXCONN:-}"
 BALANCER_QUEUE_TIMEOUT="${BALANCER_QUEUE_TIMEOUT:-120s}"
 RULES_FILE="$REPO_DIR/deploy/kubernetes/monitoring/alerts.rules.yml"
 
@@ -92,8 +101,7 @@ replica_args() {
   local admin=()
   [ "${ADMIN_PORTS[$1]}" = "${REPLICA_PORTS[$1]}" ] || admin=(--admin-bind "127.0.0.1:${ADMIN_PORTS[$1]}")
   REPLICA_ARGS=("$SERVER_BIN" --bind 127.0.0.1 --port "${REPLICA_PORTS[$1]}" "${admin[@]}" --keys-dir "$KEYS_DIR"
-    --max-inflight "$MAX_INFLIGHT" --prove-threads "$PROVE_THREADS"
-    --queue-depth "$QUEUE_DEPTH" --queue-timeout "$QUEUE_TIMEOUT"
+    "${THREAD_ARGS[@]}" --queue-depth "$QUEUE_DEPTH" --queue-timeout "$QUEUE_TIMEOUT"
     --drain-timeout "$DRAIN_TIMEOUT" "${CIRCUITS_ARGS[@]}")
 }
 
@@ -122,8 +130,24 @@ local_wait_replicas() {
   done
 }
 
+# SLOTS from the first replica's enygma_max_inflight{queue="prove"}, and BALANCER_MAXCONN from
+# it unless set: with the default admission the slots follow the CPUs the server sees (its
+# affinity and cgroup quota), which a count taken here could miss. When the series cannot be
+# read: MAX_INFLIGHT, else one slot (the fixed layout's default).
+local_read_slots() {
+  SLOTS=$(curl -s --max-time 2 "http://127.0.0.1:${ADMIN_PORTS[0]}/metrics" |
+    awk '$1 == "enygma_max_inflight{queue=\"prove\"}" { print $2 }') || true
+  if ! [[ "$SLOTS" =~ ^[1-9][0-9]*$ ]]; then
+    SLOTS=${MAX_INFLIGHT:-1}
+    log "replica r1 reports no proof slots: taking $SLOTS"
+  fi
+  BALANCER_MAXCONN="${BALANCER_MAXCONN:-$((SLOTS + 1))}"
+  log "each replica has $SLOTS proof slots; the balancer lets it hold $BALANCER_MAXCONN requests"
+}
+
 local_start_balancer() {
   local i servers=""
+  [ -n "$SLOTS" ] || local_read_slots
   for ((i = 0; i < REPLICAS; i++)); do
     servers+="    server r$((i + 1)) 127.0.0.1:${REPLICA_PORTS[i]}"$'\n'
   done

@@ -133,6 +133,35 @@ def security_rules(c: dict, env: dict[str, str], dev: bool) -> list[str]:
     return errs
 
 
+def cpu_rules(c: dict, env: dict[str, str], res: dict) -> list[str]:
+    """The CPUs the pod gets are the CPUs its proof slots use. With neither thread setting, the
+    server runs a slot per CPU of its limit (the cgroup quota, rounded down) on one shared pool,
+    so the limit must be whole CPUs and the request equal to it; with both, a pool per slot,
+    --max-inflight x --prove-threads CPUs. One alone also selects a pool per slot, the other at
+    its default, which no sizing here assumes."""
+    inflight = flag_or_env(c, env, "--max-inflight", "ENYGMA_MAX_INFLIGHT")
+    threads = flag_or_env(c, env, "--prove-threads", "ENYGMA_PROVE_THREADS")
+    request = quantity(res.get("requests", {}).get("cpu", 0))
+    if inflight is None and threads is None:
+        limit = res.get("limits", {}).get("cpu")
+        if limit is None:
+            return ["the default threads need a CPU limit: the server runs a slot per CPU of it"]
+        cpus = quantity(limit)
+        if cpus < 1 or not cpus.is_integer():
+            return [f"CPU limit {limit} must be a whole number of CPUs with the default threads "
+                    "(the server rounds the quota down to its slots and threads)"]
+        if request != cpus:
+            return [f"CPU request {request} must equal the limit {cpus} = the slots of the default threads"]
+        return []
+    if inflight is None or threads is None:
+        return ["set both ENYGMA_MAX_INFLIGHT and ENYGMA_PROVE_THREADS, or neither (the default threads): "
+                f"one alone selects a pool per slot with the other at its default (max-inflight {inflight}, prove-threads {threads})"]
+    slots = int(inflight) * int(threads)
+    if slots == 0 or request != slots:
+        return [f"CPU request {request} must be --max-inflight x --prove-threads = {slots}"]
+    return []
+
+
 def deployment_rules(d: dict, dev: bool = False) -> list[str]:
     errs = []
     pod = d["spec"]["template"]["spec"]
@@ -160,11 +189,8 @@ def deployment_rules(d: dict, dev: bool = False) -> list[str]:
         (vol,) = [v for v in pod.get("volumes", []) if v["name"] == key_mounts[0]["name"]]
         if "persistentVolumeClaim" in vol and not vol["persistentVolumeClaim"].get("readOnly"):
             errs.append("the keys claim must be mounted readOnly")
-    slots = int(env.get("ENYGMA_MAX_INFLIGHT", "0")) * int(env.get("ENYGMA_PROVE_THREADS", "0"))
     res = c.get("resources", {})
-    cpu = quantity(res.get("requests", {}).get("cpu", 0))
-    if slots == 0 or cpu != slots:
-        errs.append(f"CPU request {cpu} must be --max-inflight x --prove-threads = {slots} (both set explicitly)")
+    errs += cpu_rules(c, env, res)
     for r in ("cpu", "memory"):
         if quantity(res.get("limits", {}).get(r, 0)) < quantity(res.get("requests", {}).get(r, 0)):
             errs.append(f"{r} limit below its request")
@@ -278,6 +304,14 @@ def self_test(docs: list[dict], version: str, alert_timeout: float) -> list[str]
         "keys mounted writable": lambda ds: container(ds)["volumeMounts"][0].pop("readOnly"),
         "no --require-keys": lambda ds: container(ds).update(args=[]),
         "CPU request other than the slots": lambda ds: container(ds)["resources"]["requests"].update(cpu="1"),
+        "fractional CPUs with the default threads": lambda ds: [container(ds)["resources"][r].update(cpu="1500m") for r in ("requests", "limits")],
+        "CPU limit above the request with the default threads": lambda ds: container(ds)["resources"]["limits"].update(cpu="3"),
+        "no CPU limit with the default threads": lambda ds: container(ds)["resources"]["limits"].pop("cpu"),
+        "ENYGMA_MAX_INFLIGHT alone": lambda ds: container(ds)["env"].append({"name": "ENYGMA_MAX_INFLIGHT", "value": "2"}),
+        "ENYGMA_PROVE_THREADS alone": lambda ds: container(ds)["env"].append({"name": "ENYGMA_PROVE_THREADS", "value": "1"}),
+        "--prove-threads alone, as a flag": lambda ds: container(ds)["args"].extend(["--prove-threads", "1"]),
+        "pool per slot, CPU request other than the product": lambda ds: container(ds)["env"].extend(
+            [{"name": "ENYGMA_MAX_INFLIGHT", "value": "2"}, {"name": "ENYGMA_PROVE_THREADS", "value": "2"}]),
         "liveness on /readyz": lambda ds: container(ds)["livenessProbe"]["httpGet"].update(path="/readyz"),
         "no TLS": lambda ds: container(ds).update(env=[e for e in container(ds)["env"] if e["name"] != "ENYGMA_TLS_CERT"]),
         "no tokens": lambda ds: container(ds).update(env=[e for e in container(ds)["env"] if e["name"] != "ENYGMA_AUTH_TOKEN_FILE"]),
