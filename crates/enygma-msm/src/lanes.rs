@@ -220,7 +220,9 @@ impl<P: Curve> LaneBuckets<P> {
         }
 
         let mut ends = product.to_arkworks();
-        ark_ff::batch_inversion(&mut ends);
+        // One inversion for the eight lanes, on this thread: `ark_ff::batch_inversion` splits
+        // so short a slice across the pool's threads, an inversion and a rayon join each.
+        ark_ff::fields::serial_batch_inversion_and_mul(&mut ends, &Field::ONE);
         let mut inverse = Lanes::<P>::from_arkworks(core::array::from_fn(|lane| &ends[lane]));
 
         for (g, group) in self.groups.iter().enumerate().rev() {

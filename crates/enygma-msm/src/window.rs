@@ -44,6 +44,34 @@ pub(crate) fn bucket_sums<'a, P: Curve>(
     }
 }
 
+/// `Σ (k + 1) · bucket_k` of each run of buckets, the runs `lengths` long and laid end to end
+/// in one store filled from `items`: an item's digit counts its magnitude from the start of its
+/// run (`start + magnitude`, see [`Window::fill`]). A batch takes one addition per bucket, so a
+/// narrow window alone pays an inversion for every few dozen additions; windows filled
+/// together share batches of up to a thousand.
+pub(crate) fn segment_sums<'a, P: Curve>(
+    lengths: &[usize],
+    items: impl Iterator<Item = (&'a Affine<P>, u32)>,
+    arithmetic: Arithmetic,
+) -> Vec<Projective<P>> {
+    let buckets = lengths.iter().sum();
+    match arithmetic {
+        Arithmetic::Scalar => {
+            let mut window = Window::<P, AffineBuckets<P>>::new(AffineBuckets::new(buckets));
+            window.fill(items);
+            window.reduce_segments(lengths)
+        }
+        #[cfg(target_arch = "x86_64")]
+        Arithmetic::Ifma => {
+            let store = crate::lanes::LaneBuckets::<P>::new(buckets)
+                .expect("Arithmetic::Ifma is only chosen where the CPU has AVX-512 IFMA");
+            let mut window = Window::new(store);
+            window.fill(items);
+            window.reduce_segments(lengths)
+        }
+    }
+}
+
 /// Where a window's bucket sums live and how a batch of additions into them is computed.
 pub(crate) trait BucketStore<P: SWCurveConfig> {
     fn len(&self) -> usize;
@@ -182,10 +210,12 @@ impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
     pub(crate) fn new(store: S) -> Self {
         let buckets = store.len();
         // Large batches amortise the inversion (~330 multiplications on the test machine) but
-        // collide more often with buckets already in the batch; half the buckets measured
-        // slightly better than a quarter, the collisions wait in the queue.
-        let batch_capacity = (buckets / 2).clamp(16, 1024);
-        let queue_capacity = batch_capacity / 2;
+        // collide more often with buckets already in the batch; the collisions wait in a queue
+        // as long as the batch. At a quarter of the buckets few of them overflow to Jacobian
+        // additions; at half, a tenth of a small proof's additions did (windows filled
+        // together, `segment_sums`).
+        let batch_capacity = (buckets / 4).clamp(16, 1024);
+        let queue_capacity = batch_capacity;
         Self {
             store,
             overflow: vec![Projective::zero(); buckets],
@@ -285,16 +315,38 @@ impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
         if self.store.len() >= BATCH_AFFINE_REDUCTION {
             return self.store.reduce_wide(&self.overflow);
         }
-        let buckets = self.store.into_affine();
-        let mut running = Projective::<P>::zero();
-        let mut total = Projective::<P>::zero();
-        for (bucket, overflow) in buckets.iter().zip(&self.overflow).rev() {
-            running += bucket;
-            if !overflow.is_zero() {
-                running += overflow;
-            }
-            total += &running;
-        }
-        (total, running)
+        running_sums(&self.store.into_affine(), &self.overflow)
     }
+
+    /// `Σ (k + 1) · bucket_k` of each run of buckets, the runs `lengths` long (see
+    /// [`segment_sums`]).
+    pub(crate) fn reduce_segments(self, lengths: &[usize]) -> Vec<Projective<P>> {
+        let buckets = self.store.into_affine();
+        let mut start = 0;
+        lengths
+            .iter()
+            .map(|&len| {
+                let run = start..start + len;
+                start += len;
+                running_sums(&buckets[run.clone()], &self.overflow[run]).0
+            })
+            .collect()
+    }
+}
+
+/// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` with running sums.
+fn running_sums<P: SWCurveConfig>(
+    buckets: &[Affine<P>],
+    overflow: &[Projective<P>],
+) -> (Projective<P>, Projective<P>) {
+    let mut running = Projective::<P>::zero();
+    let mut total = Projective::<P>::zero();
+    for (bucket, overflow) in buckets.iter().zip(overflow).rev() {
+        running += bucket;
+        if !overflow.is_zero() {
+            running += overflow;
+        }
+        total += &running;
+    }
+    (total, running)
 }
