@@ -107,7 +107,9 @@ pub fn variants(a: &AbArgs) -> Result<Vec<Variant>> {
         v.push(mk(
             &format!("sweep-{m}x{t}"),
             Role::Sweep,
-            format!("--max-inflight {m} --prove-threads {t}"),
+            format!("--max-inflight {m} --prove-threads {t} {}", a.sweep_args.trim())
+                .trim_end()
+                .to_string(),
             Some((m, t)),
         ));
     }
@@ -277,6 +279,8 @@ mod tests {
             "1x2",
             "--reference-cmd",
             "./ref",
+            "--sweep-args",
+            "--precompute transfer-k6",
         ])
         .unwrap();
         let crate::cli::Command::Ab(a) = cli.command else {
@@ -294,7 +298,7 @@ mod tests {
             "bin/srv --bind 127.0.0.1 --port 4000 --keys-dir 'my keys'"
         );
         assert_eq!(v[2].url, "http://127.0.0.1:3003");
-        assert_eq!(v[3].command, "bin/srv --bind 127.0.0.1 --port 4000 --keys-dir 'my keys' --max-inflight 1 --prove-threads 2");
+        assert_eq!(v[3].command, "bin/srv --bind 127.0.0.1 --port 4000 --keys-dir 'my keys' --max-inflight 1 --prove-threads 2 --precompute transfer-k6");
         assert_eq!(v[3].setting, Some((1, 2)));
     }
 

@@ -192,6 +192,16 @@ pub struct ScheduleArgs {
     /// would otherwise fall into the first level; ours loads them before `/readyz` answers.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub prime: usize,
+    /// After --prime, go on sending requests one at a time until the server's metric SELECTOR
+    /// reads above zero, e.g. `enygma_table_bytes{statement="transfer",k="6"}` (that instance's
+    /// precomputed tables built for its traffic): the warm-up of a server that builds state for
+    /// the traffic it sees. Skipped for a server that does not export SELECTOR (the reference).
+    #[arg(long, value_name = "SELECTOR")]
+    pub prime_until: Option<String>,
+    /// The most requests --prime-until sends; the run goes on (with a note) if SELECTOR is still
+    /// zero then.
+    #[arg(long, default_value_t = 2000, value_name = "N", requires = "prime_until")]
+    pub prime_until_limit: usize,
     /// Prometheus route scraped before and after each phase to cross-check the served count
     /// (`none` to skip).
     #[arg(long, default_value = "/metrics")]
@@ -281,6 +291,16 @@ pub struct AbArgs {
     /// or `none`.
     #[arg(long, default_value = "1x2,2x1,4x1")]
     pub sweep: String,
+    /// Extra arguments for the sweep variants only, after their `--max-inflight x
+    /// --prove-threads`: e.g. `--precompute transfer-k6`, to hold the default (A and B, with
+    /// --server-args only) against explicit settings with their best flags.
+    #[arg(
+        long,
+        default_value = "",
+        value_name = "ARGS",
+        allow_hyphen_values = true
+    )]
+    pub sweep_args: String,
     /// Levels for the sweep runs (default: --levels).
     #[arg(long, value_parser = levels)]
     pub sweep_levels: Option<List<usize>>,

@@ -189,6 +189,12 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
         .map(Selector::parse)
         .transpose()
         .map_err(anyhow::Error::msg)?;
+    let prime_until = s
+        .prime_until
+        .as_deref()
+        .map(|text| Selector::parse(text).map(|selector| (text, selector)))
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     let phases = build_phases(&s.spec());
     anyhow::ensure!(
         !phases.is_empty(),
@@ -236,7 +242,15 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
             phases.len(),
             nominal_time(&phases).as_secs_f64()
         );
-        let priming = prime(&client, &targets, s.prime).await;
+        let mut priming = prime(&client, &targets, s.prime).await;
+        if let Some((text, until)) = &prime_until {
+            let metrics_path = s.metrics_path().unwrap_or("/metrics");
+            let until = (*text, until);
+            priming.extend(
+                prime_until_metric(&client, &targets, metrics_path, until, s.prime_until_limit)
+                    .await,
+            );
+        }
         if let Some(srv) = server.as_ref() {
             // The priming proofs' timing lines belong to no phase.
             attach_prove_log(&srv.prove_log, &mut [], epoch).await;
@@ -477,6 +491,58 @@ pub(crate) async fn prime(client: &HttpClient, targets: &Targets, n: usize) -> V
         }
     }
     notes
+}
+
+/// Sends requests one at a time until the metric `until` (written `wanted`) of the server's
+/// `metrics_path` reads above zero, at most `limit` of them; returns the run's note on what
+/// happened (a server that does not export the metric gets none sent).
+pub(crate) async fn prime_until_metric(
+    client: &HttpClient,
+    targets: &Targets,
+    metrics_path: &str,
+    (wanted, until): (&str, &Selector),
+    limit: usize,
+) -> Vec<String> {
+    let started = Instant::now();
+    let mut sent = 0;
+    loop {
+        let value = match client.get(metrics_path, Duration::from_secs(10)).await {
+            Ok((200, body)) => until.sum(&metrics::parse(&String::from_utf8_lossy(&body))),
+            _ => None,
+        };
+        let Some(value) = value else {
+            let note = format!(
+                "--prime-until: the server does not export {wanted} at {metrics_path}; no \
+                 request was sent for it."
+            );
+            eprintln!("{note}");
+            return vec![note];
+        };
+        if value > 0.0 {
+            let note = format!(
+                "Warm-up before the first phase: {sent} request(s) sent one at a time until \
+                 {wanted} read {value} ({:.1} s, --prime-until); they are in no phase.",
+                started.elapsed().as_secs_f64()
+            );
+            eprintln!("{note}");
+            return vec![note];
+        }
+        if sent == limit {
+            let note = format!(
+                "--prime-until: {wanted} still read 0 after {sent} requests ({:.1} s); the run \
+                 went on without it.",
+                started.elapsed().as_secs_f64()
+            );
+            eprintln!("{note}");
+            return vec![note];
+        }
+        let (_, uri, body) = targets.next();
+        let r = client.post_json(uri, body).await;
+        sent += 1;
+        if !r.status.is_ok() {
+            eprintln!("--prime-until: request {sent} failed: {}", r.status.key());
+        }
+    }
 }
 
 /// Gives a phase's requests the prove times the server printed (the reference's timing

@@ -173,7 +173,9 @@ fn open_loop_with_spawned_server() {
 }
 
 /// The A/B runner drives the real binary: `--unlimited`, the capped defaults and a sweep
-/// setting all start, serve and report.
+/// setting all start, serve and report; `--sweep-args` reaches the sweep's server only, and
+/// `--prime-until` stops once the server's metric reads above zero (here at once: the priming
+/// request already counts).
 #[test]
 fn ab_runs_unlimited_capped_and_sweep() {
     let _g = serial();
@@ -200,6 +202,7 @@ fn ab_runs_unlimited_capped_and_sweep() {
                 "0s",
             ])
             .args(["--sweep", "1x2", "--ready-timeout", &ready])
+            .args(["--sweep-args", "--queue-depth 3", "--prime-until", SERVED_K6])
             .arg("--server-cmd")
             .arg(server_bin())
             .arg("--keys-dir")
@@ -217,6 +220,13 @@ fn ab_runs_unlimited_capped_and_sweep() {
         assert!(l["completed"].as_u64().unwrap() >= 1, "{v}: {l}");
         assert_eq!(l["served_check"]["matches"], true, "{v}: {l}");
         assert_internal_within_external(&out.join(v), &r);
+        let command = r["settings"]["spawn_server"].as_str().unwrap();
+        assert_eq!(command.contains("--queue-depth 3"), v == "sweep-1x2", "{v}: {command}");
+        let notes = r["notes"].to_string();
+        assert!(
+            notes.contains("0 request(s) sent one at a time until"),
+            "{v}: {notes}"
+        );
     }
     let md = std::fs::read_to_string(out.join("ab.md")).unwrap();
     assert!(
