@@ -233,15 +233,19 @@ fn pippenger<P: Curve>(
                 let items = indices.iter().enumerate().flat_map(|(j, &i)| {
                     let digits = &digits[j * windows..][group.clone()];
                     let start = group.start;
-                    digits.iter().enumerate().filter(|(_, &d)| d >= 2).map(move |(s, &d)| {
-                        // Where window s's run of buckets starts in the group's store; the top
-                        // window's copy of its few buckets follows from the point.
-                        let mut run = s * buckets;
-                        if start + s == top.window {
-                            run += (j % top.copies) * top.magnitudes;
-                        }
-                        (&bases[i as usize], u32::from(d) + ((run as u32) << 1))
-                    })
+                    digits
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &d)| d >= 2)
+                        .map(move |(s, &d)| {
+                            // Where window s's run of buckets starts in the group's store; the top
+                            // window's copy of its few buckets follows from the point.
+                            let mut run = s * buckets;
+                            if start + s == top.window {
+                                run += (j % top.copies) * top.magnitudes;
+                            }
+                            (&bases[i as usize], u32::from(d) + ((run as u32) << 1))
+                        })
                 });
                 let mut sums = window::segment_sums(&lengths, items, arithmetic);
                 if with_top {
@@ -268,14 +272,14 @@ fn pippenger<P: Curve>(
 /// would add into the same few buckets, which one batch can take only one addition each of.
 /// Its run of buckets is split into `copies` runs of `magnitudes` buckets instead, a point
 /// adding into copy `j mod copies`, and the copies are summed after the reduction.
-struct TopWindow {
-    window: usize,
-    magnitudes: usize,
-    copies: usize,
+pub(crate) struct TopWindow {
+    pub(crate) window: usize,
+    pub(crate) magnitudes: usize,
+    pub(crate) copies: usize,
 }
 
 impl TopWindow {
-    fn new(c: usize, windows: usize) -> Self {
+    pub(crate) fn new(c: usize, windows: usize) -> Self {
         let buckets = 1usize << (c - 1);
         let top_bits = FOLDED_BITS - c * (windows - 1);
         // A top digit is below 2^top_bits plus the carry from the window under it.
@@ -284,6 +288,14 @@ impl TopWindow {
             window: windows - 1,
             magnitudes,
             copies: buckets / magnitudes,
+        }
+    }
+
+    /// As many copies as fill about `buckets` buckets (at least one).
+    pub(crate) fn with_buckets(self, buckets: usize) -> Self {
+        Self {
+            copies: (buckets / self.magnitudes).max(1),
+            ..self
         }
     }
 }

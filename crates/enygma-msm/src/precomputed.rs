@@ -22,7 +22,8 @@ use ark_ff::{BigInteger, PrimeField, Zero};
 use rayon::prelude::*;
 
 use crate::{
-    for_each_signed_digit, window, Arithmetic, Curve, Scalar, FILL_COST, FOLDED_BITS, REDUCE_COST,
+    for_each_signed_digit, window, Arithmetic, Curve, Scalar, TopWindow, FILL_COST, FOLDED_BITS,
+    REDUCE_COST,
 };
 
 /// Field multiplications per bucket of the batch-affine reduction ([`crate::reduce`]): two
@@ -136,8 +137,9 @@ impl<P: Curve> PrecomputedBases<P> {
     }
 }
 
-/// A chunk of scalars' `(table index, digit)` entries and the sum of its ±1 terms.
-type Chunk<P> = (Vec<(u32, u32)>, Projective<P>);
+/// A chunk of scalars' `(table index, digit)` entries, those of the top window apart, and the
+/// sum of its ±1 terms.
+type Chunk<P> = (Vec<(u32, u32)>, Vec<(u32, u32)>, Projective<P>);
 
 /// `Σ scalars[i] · bases[i]` over the common length of `table`'s bases and `scalars`; the
 /// same value as [`crate::msm`] on the bases the table was built from.
@@ -160,12 +162,20 @@ pub fn msm_precomputed_with<P: Curve>(
     let mut minus_one = Fr::MODULUS;
     minus_one.sub_with_borrow(&one);
 
+    // The top window's digits take a few magnitudes only: in the one set of buckets they would
+    // all add into the same few, one addition each per batch. They are summed apart, spread
+    // over copies of their few buckets (as the plain MSM's top window, `TopWindow`).
+    // Apart only when few: a wide table's top window (13 bits at c = 16) fills its buckets like
+    // any other. A thousand buckets take a batch's worth of additions at a small reduction.
+    let top = TopWindow::new(c, windows).with_buckets(1024);
+    let top_apart = top.magnitudes <= 64;
     // (table index, digit) of every non-zero digit, and the sum of the ±1 terms, per chunk.
     let chunks: Vec<Chunk<P>> = scalars[..n]
         .par_chunks(1024)
         .enumerate()
         .map(|(k, chunk)| {
             let mut entries = Vec::with_capacity(chunk.len() * windows);
+            let mut top_entries = Vec::new();
             let mut units = Projective::<P>::zero();
             for (i, s) in (k * 1024..).zip(chunk) {
                 if s.is_zero() {
@@ -177,22 +187,42 @@ pub fn msm_precomputed_with<P: Curve>(
                     units -= table.base(i);
                 } else {
                     for_each_signed_digit(s, c, |w, digit| {
-                        entries.push(((i * windows + w) as u32, digit))
+                        let entry = ((i * windows + w) as u32, digit);
+                        if top_apart && w == top.window {
+                            top_entries.push(entry);
+                        } else {
+                            entries.push(entry);
+                        }
                     });
                 }
             }
-            (entries, units)
+            (entries, top_entries, units)
         })
         .collect();
-    let units: Projective<P> = chunks.iter().map(|(_, u)| *u).sum();
-    let entries: Vec<&[(u32, u32)]> = chunks.iter().map(|(e, _)| e.as_slice()).collect();
+    let units: Projective<P> = chunks.iter().map(|(_, _, u)| *u).sum();
+    let entries: Vec<&[(u32, u32)]> = chunks.iter().map(|(e, _, _)| e.as_slice()).collect();
 
     // Bucket k holds magnitude k + 1; part p takes magnitudes lo+1..=hi.
     let buckets = 1usize << (c - 1);
     let parts = rayon::current_num_threads().clamp(1, buckets);
-    let sums: Vec<Projective<P>> = (0..parts)
+    let sums: Vec<Projective<P>> = (0..parts + usize::from(top_apart))
         .into_par_iter()
         .map(|p| {
+            if p == parts {
+                // The top window's entry k adds into copy k mod copies.
+                let items = chunks
+                    .iter()
+                    .flat_map(|(_, top_entries, _)| top_entries)
+                    .enumerate()
+                    .map(|(k, &(t, digit))| {
+                        let run = (k % top.copies) * top.magnitudes;
+                        (&table.table[t as usize], digit + ((run as u32) << 1))
+                    });
+                let lengths = vec![top.magnitudes; top.copies];
+                return window::segment_sums(&lengths, items, arithmetic)
+                    .into_iter()
+                    .sum();
+            }
             let (lo, hi) = (buckets * p / parts, buckets * (p + 1) / parts);
             let mine = entries
                 .iter()
