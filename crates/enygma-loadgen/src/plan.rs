@@ -243,10 +243,10 @@ pub struct ReplicaProfile {
     pub max_inflight: u32,
     /// Threads each proof has while every slot proves.
     pub prove_threads: u32,
-    /// The server ran its default layout, named by neither thread flag: a slot per CPU, all
-    /// sharing one pool of a thread per CPU (a lone proof gets every thread). The plan then
-    /// sets no thread flags either, and the CPUs it gives a replica are its slots.
-    pub shared_pool: bool,
+    /// The server ran its default layout, named by neither thread flag: a slot per CPU, threads
+    /// that follow the queue (a proof that starts alone gets every thread). The plan then sets
+    /// no thread flags either, and the CPUs it gives a replica are its slots.
+    pub default_layout: bool,
     /// p99 of the server's own prove time at that level (its `Server-Timing`).
     pub prove_p99_ms: f64,
     /// Highest RSS over all levels (the loaded process plus its proofs in flight).
@@ -276,7 +276,7 @@ fn flag_value(command: &str, flag: &str) -> Result<Option<u32>> {
 
 /// The replica's settings from the report's server command (`--spawn-server`);
 /// `max_inflight`/`prove_threads` override. A command that names neither flag ran the server's
-/// default, a slot per CPU on one shared pool; one that names one of them ran a pool per slot,
+/// default, a slot per CPU with threads that follow the queue; one that names one of them ran a pool per slot,
 /// the other flag at its default (`--max-inflight 1`, `--prove-threads` = the machine's CPUs).
 pub fn profile_from_report(
     report: &crate::report::Report,
@@ -302,10 +302,10 @@ pub fn profile_from_report(
     let named = |given: Option<u32>, flag: &str| -> Result<bool> {
         Ok(given.is_some() || flag_value(command, flag)?.is_some())
     };
-    let shared_pool = known
+    let default_layout = known
         && !named(max_inflight, "--max-inflight")?
         && !named(prove_threads, "--prove-threads")?;
-    let (max_inflight, prove_threads) = if shared_pool {
+    let (max_inflight, prove_threads) = if default_layout {
         (cpus, 1)
     } else {
         (
@@ -342,7 +342,7 @@ pub fn profile_from_report(
         concurrency: best.concurrency,
         max_inflight,
         prove_threads,
-        shared_pool,
+        default_layout,
         prove_p99_ms,
         rss_peak_mb,
         cpu_model: report.machine.cpu_model.clone(),
@@ -494,7 +494,7 @@ pub fn render_deployment(p: &DeploymentPlan) -> String {
         s,
         "  resources: cpu {} ({}), memory {}Mi (peak RSS x {MEMORY_HEADROOM}, for the statements that report's server hosted); requests = limits",
         p.cpus,
-        if r.shared_pool {
+        if r.default_layout {
             "= the slots: the default gives a slot per CPU"
         } else {
             "= max-inflight x prove-threads"
@@ -541,7 +541,7 @@ pub fn render_deployment(p: &DeploymentPlan) -> String {
 
 /// `--max-inflight N --prove-threads T ` for a pool per slot; nothing for the default.
 fn thread_flags(r: &ReplicaProfile) -> String {
-    if r.shared_pool {
+    if r.default_layout {
         String::new()
     } else {
         format!(
@@ -557,7 +557,7 @@ fn thread_env(r: &ReplicaProfile) -> String {
     let entry = |name: &str, value: String| {
         format!("                  - name: {name}\n                    {value}\n")
     };
-    if r.shared_pool {
+    if r.default_layout {
         entry("ENYGMA_MAX_INFLIGHT", "$patch: delete".into())
             + &entry("ENYGMA_PROVE_THREADS", "$patch: delete".into())
     } else {
@@ -574,9 +574,9 @@ fn thread_env(r: &ReplicaProfile) -> String {
 /// A kustomize overlay on top of deploy/kubernetes/overlays/keda with the plan's settings.
 pub fn render_kustomization(p: &DeploymentPlan, command: &str) -> String {
     let r = &p.replica;
-    let layout = if r.shared_pool {
+    let layout = if r.default_layout {
         format!(
-            "the default threads, {} slots on one shared pool",
+            "the default admission, {} slots, threads that follow the queue",
             r.max_inflight
         )
     } else {
@@ -777,17 +777,17 @@ mod tests {
             r
         };
         let p = |cmd, mi, pt| profile_from_report(&with(cmd), "r", mi, pt);
-        // The server's default when the command names no thread flag: a slot per CPU on one
-        // shared pool, so a thread per slot when all prove.
+        // The server's default when the command names no thread flag: a slot per CPU, threads
+        // that follow the queue, so a thread per slot when all prove.
         let d = p(Some("target/release/enygma-server --port 3003"), None, None).unwrap();
         assert_eq!(
-            (d.max_inflight, d.prove_threads, d.shared_pool),
+            (d.max_inflight, d.prove_threads, d.default_layout),
             (2, 1, true)
         );
         // One flag named: a pool per slot, the other at its former default.
         let one = p(Some("enygma-server --max-inflight 1"), None, None).unwrap();
         assert_eq!(
-            (one.max_inflight, one.prove_threads, one.shared_pool),
+            (one.max_inflight, one.prove_threads, one.default_layout),
             (1, 2, false)
         );
         let e = p(
@@ -884,20 +884,29 @@ mod tests {
         assert!(text.contains("minReplicaCount 2, maxReplicaCount 5"));
     }
 
+    /// The default server's report of the 2026-12-06 AMD EPYC run (no thread flags, tables built
+    /// for the traffic), committed in benches/results/.
+    const DEFAULT_REPORT: &str =
+        "benches/results/2026-12-06-amd-epyc-adaptive-threads/capped/report.json";
+
     /// deploy/kubernetes/overlays/{chaps,fedwire} are this planner's output for the committed
-    /// report: the overlays CI renders and validates are the plan's, not hand-copied numbers.
+    /// report of the default: the overlays CI renders and validates are the plan's, not
+    /// hand-copied numbers, and set no thread flags.
     #[test]
     fn committed_overlays_are_the_plans() {
+        let report = crate::output::read_json(&repo().join(DEFAULT_REPORT)).unwrap();
+        let default = profile_from_report(&report, DEFAULT_REPORT, None, None).unwrap();
+        assert!(default.default_layout);
         for rate in ["chaps", "fedwire"] {
             let command = format!(
-                "enygma-loadgen plan --from-report {REPORT} --rate {rate} --peak-factor 2 --kustomize"
+                "enygma-loadgen plan --from-report {DEFAULT_REPORT} --rate {rate} --peak-factor 2 --kustomize"
             );
             let (name, avg) = parse_rate(rate).unwrap();
             let plan = deployment_plan(
                 &name,
                 avg,
                 Some(2.0),
-                epyc(),
+                default.clone(),
                 std::time::Duration::from_secs(10),
                 0.8,
             )

@@ -268,21 +268,25 @@ pub struct ProveAdmission {
     queue: Option<Queue>,
     pools: Pools,
     prove_threads: usize,
-    /// How busy the slots were over each proof's time, to state every observed proof time at
-    /// full load (see [`SlotOccupancy`]); only for the shared pool, whose proofs run faster
-    /// alone than side by side.
+    /// How busy the slots were over each proof's time, to state a proof's time on the whole
+    /// pool at full load (see [`SlotOccupancy`]); only for threads that follow the queue.
     occupancy: Option<Arc<SlotOccupancy>>,
+    /// The slots held now; with threads that follow the queue, a proof that finds none held
+    /// gets the whole pool.
+    holding: Arc<AtomicUsize>,
     metrics: Arc<Metrics>,
 }
 
 /// How the proofs in flight get their threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProveThreads {
-    /// One pool of this many threads shared by every slot (the default): a proof spawned on
-    /// it while it is idle gets every thread; proofs side by side split them by rayon's work
-    /// stealing, so no thread idles while any proof has work, and a proof never waits for
-    /// another to end before it starts using a thread the other leaves idle.
-    Shared(usize),
+    /// Threads that follow the queue, for as many slots as this many threads (the default): a
+    /// proof that starts while no other proof runs gets a pool of every thread (the latency of
+    /// `1xN`); a proof that starts beside others gets a pool of one thread of its own (the
+    /// throughput and memory of `Nx1`). Proofs side by side on one shared pool were tried: on a
+    /// k = 6 transfer each took about a fifth longer than on a thread of its own (rayon's joins
+    /// and the parallel loops' splits on a busy pool), so under load they do not share.
+    Adaptive(usize),
     /// A pool of this many threads per slot (`--max-inflight` / `--prove-threads`): every
     /// proof has exactly that many threads, whatever else runs.
     PerSlot(usize),
@@ -292,15 +296,19 @@ impl ProveThreads {
     /// The threads of one pool.
     pub fn pool_threads(self) -> usize {
         match self {
-            ProveThreads::Shared(n) | ProveThreads::PerSlot(n) => n,
+            ProveThreads::Adaptive(n) | ProveThreads::PerSlot(n) => n,
         }
     }
 }
 
 /// Where the proofs run.
 enum Pools {
-    /// One pool for every slot.
-    Shared(Arc<rayon::ThreadPool>),
+    /// Threads that follow the queue: the whole pool, and the idle one-thread pools (one per
+    /// slot, so a proof that starts beside others always finds one).
+    Adaptive {
+        whole: Arc<rayon::ThreadPool>,
+        single: Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>,
+    },
     /// A pool per slot; the idle ones. There are exactly `max_inflight` of them, so a request
     /// holding a permit always finds one.
     Dedicated(Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>),
@@ -328,8 +336,12 @@ enum Held {
 /// The right to prove now: a permit (if limited) and the pool to prove on.
 pub struct Slot {
     pool: Option<Arc<rayon::ThreadPool>>,
-    /// Where to return the pool; only for the dedicated pools.
+    /// Where to return the pool; only for the pools of one slot.
     idle_pools: Option<Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>>,
+    /// Whether the pool is every thread of threads that follow the queue.
+    whole: bool,
+    /// The admission's count of slots held, given back on drop.
+    holding: Option<Arc<AtomicUsize>>,
     permit: Option<Held>,
 }
 
@@ -339,6 +351,9 @@ impl Drop for Slot {
         if let (Some(pool), Some(idle)) = (self.pool.take(), &self.idle_pools) {
             idle.lock().unwrap_or_else(|e| e.into_inner()).push(pool);
         }
+        if let Some(holding) = self.holding.take() {
+            holding.fetch_sub(1, Ordering::SeqCst);
+        }
         self.permit.take();
     }
 }
@@ -346,12 +361,12 @@ impl Drop for Slot {
 /// The time integral of the slots in use, so that a proof can tell how many proofs shared the
 /// pool with it on average.
 ///
-/// On the shared pool a proof alone takes about half the time it takes beside another on two
-/// CPUs, but the queue's expected wait (position x service time / slots) needs the time a
-/// proof holds its slot while every slot is busy, which is when requests queue. So each
-/// observed time `t` at an average of `c` slots in use is entered as `t x slots / c`: exact
-/// when the proof ran at full load, and for a lone proof its time at full load if the threads
-/// scaled perfectly (an upper estimate, since they do not quite: the safe side for shedding).
+/// On the whole pool a proof alone takes about half the time it takes on one thread beside
+/// another on two CPUs, but the queue's expected wait (position x service time / slots) needs
+/// the time a proof holds its slot while every slot is busy, which is when requests queue. So
+/// the time `t` of a proof on the whole pool, at an average of `c` slots in use, is entered as
+/// `t x slots / c`: for a lone proof its time at full load if the threads scaled perfectly (an
+/// upper estimate, since they do not quite: the safe side for shedding).
 pub struct SlotOccupancy {
     slots: usize,
     state: Mutex<Occupancy>,
@@ -512,46 +527,51 @@ impl ProveAdmission {
         pin_cpus: bool,
     ) -> Result<Self, String> {
         let prove_threads = threads.pool_threads();
-        let pools_pinned = match (threads, max_inflight) {
-            (ProveThreads::Shared(_), _) => 1,
-            (ProveThreads::PerSlot(_), Some(n)) => n,
-            (ProveThreads::PerSlot(_), None) => 0,
-        };
-        let plan = match (pin_cpus, max_inflight) {
-            (false, _) => None,
-            (true, None) => {
-                return Err(
-                    "--pin-cpus needs a cap: with --unlimited every proof runs on a \
-                            fresh pool, and there is no fixed set of slots to pin"
-                        .into(),
-                )
+        if pin_cpus && max_inflight.is_none() {
+            return Err(
+                "--pin-cpus needs a cap: with --unlimited every proof runs on a \
+                        fresh pool, and there is no fixed set of slots to pin"
+                    .into(),
+            );
+        }
+        // Which CPUs each of `pools` pools of `threads` threads runs on, if pinned.
+        let plan = |pools: usize, threads: usize| -> Result<Option<Vec<Vec<usize>>>, String> {
+            if !pin_cpus {
+                return Ok(None);
             }
-            (true, Some(_)) => Some(crate::affinity::plan(
-                pools_pinned,
-                prove_threads,
-                &crate::affinity::allowed_cpus()?,
-            )?),
+            let cpus = crate::affinity::allowed_cpus()?;
+            crate::affinity::plan(pools, threads, &cpus).map(Some)
         };
-        let cpus_of = |pool: usize| plan.as_ref().map(|plan| plan[pool].as_slice());
+        // `slots` pools of `threads` threads each, named `{name}{slot}`.
+        let pools_of = |name: &str, slots: usize, threads: usize| {
+            let cpus = plan(slots, threads)?;
+            let mut idle = Vec::new();
+            for slot in 0..slots {
+                let pinned = cpus.as_ref().map(|plan| plan[slot].as_slice());
+                idle.push(Arc::new(start_pool(
+                    format!("{name}{slot}"),
+                    threads,
+                    pinned,
+                )?));
+            }
+            Ok::<_, String>(Arc::new(Mutex::new(idle)))
+        };
         let pools = match (threads, max_inflight) {
             (_, None) => Pools::Fresh,
-            (ProveThreads::Shared(n), Some(_)) => {
-                Pools::Shared(Arc::new(start_pool("prove".into(), n, cpus_of(0))?))
+            (ProveThreads::Adaptive(n), Some(slots)) => {
+                let cpus = plan(1, n)?;
+                let pinned = cpus.as_ref().map(|plan| plan[0].as_slice());
+                Pools::Adaptive {
+                    whole: Arc::new(start_pool("prove".into(), n, pinned)?),
+                    single: pools_of("prove-one", slots, 1)?,
+                }
             }
             (ProveThreads::PerSlot(n), Some(slots)) => {
-                let mut idle = Vec::new();
-                for slot in 0..slots {
-                    idle.push(Arc::new(start_pool(
-                        format!("prove{slot}"),
-                        n,
-                        cpus_of(slot),
-                    )?));
-                }
-                Pools::Dedicated(Arc::new(Mutex::new(idle)))
+                Pools::Dedicated(pools_of("prove", slots, n)?)
             }
         };
         let occupancy = match (&pools, max_inflight) {
-            (Pools::Shared(_), Some(slots)) => Some(Arc::new(SlotOccupancy::new(slots))),
+            (Pools::Adaptive { .. }, Some(slots)) => Some(Arc::new(SlotOccupancy::new(slots))),
             _ => None,
         };
         Ok(ProveAdmission {
@@ -570,6 +590,7 @@ impl ProveAdmission {
             pools,
             prove_threads,
             occupancy,
+            holding: Arc::new(AtomicUsize::new(0)),
             metrics,
         })
     }
@@ -628,6 +649,8 @@ impl ProveAdmission {
                     Slot {
                         pool: None,
                         idle_pools: None,
+                        whole: false,
+                        holding: None,
                         permit: None,
                     },
                     Duration::ZERO,
@@ -642,19 +665,32 @@ impl ProveAdmission {
                 (Held::Fair(grant), waited)
             }
         };
-        let (pool, idle_pools) = match &self.pools {
-            Pools::Shared(pool) => (Some(pool.clone()), None),
-            Pools::Dedicated(idle) => {
-                let pool = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-                debug_assert!(pool.is_some(), "a permit holder always finds an idle pool");
-                (pool, Some(idle.clone()))
+        // Counted before a pool is chosen, so that of two proofs starting at once only one
+        // finds no other slot held.
+        let alone = self.holding.fetch_add(1, Ordering::SeqCst) == 0;
+        let idle_pool = |idle: &Arc<Mutex<Vec<Arc<rayon::ThreadPool>>>>| {
+            let pool = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            debug_assert!(pool.is_some(), "a permit holder always finds an idle pool");
+            (pool, Some(idle.clone()))
+        };
+        let (pool, idle_pools, whole) = match &self.pools {
+            Pools::Adaptive { whole, .. } if alone => (Some(whole.clone()), None, true),
+            Pools::Adaptive { single, .. } => {
+                let (pool, idle) = idle_pool(single);
+                (pool, idle, false)
             }
-            Pools::Fresh => (None, None),
+            Pools::Dedicated(idle) => {
+                let (pool, idle) = idle_pool(idle);
+                (pool, idle, false)
+            }
+            Pools::Fresh => (None, None, false),
         };
         Ok((
             Slot {
                 pool,
                 idle_pools,
+                whole,
+                holding: Some(self.holding.clone()),
                 permit: Some(permit),
             },
             waited,
@@ -690,15 +726,21 @@ impl ProveAdmission {
             Some(Queue::Fifo(limiter)) => limiter.service_time.clone(),
             Some(Queue::Fair(shares)) => Some(shares.service_time()),
         };
-        // The slot's time runs from here: on the shared pool the job may wait for a thread.
         let held_since = Instant::now();
         let occupancy = self.occupancy.clone();
         let mark = occupancy.as_ref().map(|o| o.enter());
+        let whole = slot.whole;
         pool.spawn(move || {
             metrics.proof_started();
             let result = catch_unwind(AssertUnwindSafe(job));
-            let held = match (&occupancy, mark) {
-                (Some(occupancy), Some(mark)) => occupancy.leave(mark),
+            // Every proof counts in the occupancy; only a proof on the whole pool ran faster
+            // than it will at full load, where each proof has one thread.
+            let at_full_load = match (&occupancy, mark) {
+                (Some(occupancy), Some(mark)) => Some(occupancy.leave(mark)),
+                _ => None,
+            };
+            let held = match at_full_load {
+                Some(scaled) if whole => scaled,
                 _ => held_since.elapsed(),
             };
             if let Some(estimate) = service_time {
@@ -1018,10 +1060,10 @@ mod tests {
             expected.sort_unstable();
             assert_eq!(seen, expected, "{slots}x{threads}");
         }
-        // The shared pool: its thread t on the t-th CPU.
+        // Threads that follow the queue: the whole pool's thread t on the t-th CPU.
         let adm = ProveAdmission::new(
             Some(n),
-            ProveThreads::Shared(n),
+            ProveThreads::Adaptive(n),
             4,
             Duration::from_secs(5),
             Duration::from_millis(100),
@@ -1040,7 +1082,7 @@ mod tests {
         seen.sort_unstable();
         let mut expected: Vec<Vec<usize>> = cpus.iter().map(|&c| vec![c]).collect();
         expected.sort_unstable();
-        assert_eq!(seen, expected, "shared pool");
+        assert_eq!(seen, expected, "the whole pool");
         // One thread more than CPUs, or no cap: refused, saying why.
         let refused = |max_inflight, threads| {
             ProveAdmission::new(
@@ -1072,7 +1114,7 @@ mod tests {
         let m = Arc::new(Metrics::new());
         let adm = ProveAdmission::new(
             Some(slots),
-            ProveThreads::Shared(threads),
+            ProveThreads::Adaptive(threads),
             queue_depth,
             Duration::from_secs(5),
             Duration::from_millis(100),
@@ -1098,7 +1140,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_lone_proof_gets_every_thread_of_the_shared_pool() {
+    async fn a_lone_proof_gets_every_thread() {
         let (adm, _) = shared(2, 2, 4);
         let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
         let (threads, used, name) = adm
@@ -1116,12 +1158,39 @@ mod tests {
         assert!(name.is_some_and(|n| n.starts_with("prove-")));
     }
 
-    /// Two proofs run at once on the shared pool (each waits until it sees the other running),
-    /// their loops spread over the pool's threads, and no more than the slots ever run: a third
-    /// request waits, or is shed without a queue.
+    /// A proof that starts while another holds a slot gets a one-thread pool of its own, one
+    /// that starts alone the whole pool; never more proofs than slots.
     #[tokio::test]
-    async fn proofs_side_by_side_share_the_pool_up_to_the_cap() {
+    async fn a_proof_beside_others_gets_a_thread_of_its_own() {
         let (adm, m) = shared(2, 2, 8);
+        /// The threads of the pool a proof on `slot` runs on, and its thread's name.
+        async fn threads(adm: &ProveAdmission, slot: Slot) -> (usize, Option<String>) {
+            adm.run(slot, || {
+                (
+                    rayon::current_num_threads(),
+                    std::thread::current().name().map(str::to_owned),
+                )
+            })
+            .await
+            .unwrap()
+        }
+        let (first, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        let (second, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        let (n, beside) = threads(&adm, second).await;
+        assert_eq!(n, 1, "started beside another");
+        // While `first` still holds its slot, the next one is beside it too.
+        let (third, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        let (n, _) = threads(&adm, third).await;
+        assert_eq!(n, 1);
+        let (n, alone) = threads(&adm, first).await;
+        assert_eq!(n, 2, "started alone");
+        assert_ne!(alone, beside);
+        // Every slot free again: the next proof is alone.
+        let (fourth, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        assert_eq!(threads(&adm, fourth).await.0, 2);
+
+        // Six proofs, each waiting until it sees another running: at most two at once, and
+        // every proof but one that started alone ran on one thread.
         let running = Arc::new(AtomicUsize::new(0));
         let mut jobs = Vec::new();
         for _ in 0..6 {
@@ -1131,30 +1200,30 @@ mod tests {
                 adm.run(slot, move || {
                     running.fetch_add(1, Ordering::SeqCst);
                     let deadline = Instant::now() + Duration::from_secs(10);
-                    let mut met = false;
-                    while Instant::now() < deadline {
-                        if running.load(Ordering::SeqCst) >= 2 {
-                            met = true;
-                            break;
-                        }
+                    while Instant::now() < deadline && running.load(Ordering::SeqCst) < 2 {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     let used = spread(32);
                     running.fetch_sub(1, Ordering::SeqCst);
-                    (met, used)
+                    (rayon::current_num_threads(), used)
                 })
                 .await
                 .unwrap()
             }));
         }
-        let mut met = 0;
+        let mut one_thread = 0;
         for job in jobs {
-            let (saw_another, used) = job.await.unwrap();
-            met += usize::from(saw_another);
-            assert!(!used.is_empty() && used.iter().all(|&i| i < 2), "{used:?}");
+            let (threads, used) = job.await.unwrap();
+            assert!(
+                used.len() <= threads && used.iter().all(|&i| i < threads),
+                "{used:?}"
+            );
+            one_thread += usize::from(threads == 1);
         }
-        // Only the last proof may finish alone.
-        assert!(met >= 5, "{met} of 6 proofs ran beside another");
+        assert!(
+            one_thread >= 3,
+            "{one_thread} of 6 proofs ran on one thread"
+        );
         let metrics = m.render(true, false, Default::default(), Default::default(), 0);
         assert!(
             metrics.contains("enygma_proofs_in_flight_peak 2"),
@@ -1173,25 +1242,27 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_panicking_proof_frees_its_shared_slot() {
+    async fn a_panicking_proof_frees_its_slot_and_pool() {
         let (adm, m) = shared(2, 2, 0);
         for _ in 0..3 {
             let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
             assert!(adm.run(slot, || -> () { panic!("boom") }).await.is_err());
         }
-        // Both slots are free, and the pool still proves.
+        // Both slots are free, and the pools still prove: b started beside a, on one thread.
         let a = adm.acquire(&Caller::anonymous()).await.unwrap();
         let (b, w) = adm.acquire(&Caller::anonymous()).await.unwrap();
         assert_eq!(w, Duration::ZERO);
         drop(a);
-        assert_eq!(adm.run(b, rayon::current_num_threads).await.unwrap(), 2);
+        assert_eq!(adm.run(b, rayon::current_num_threads).await.unwrap(), 1);
+        let (c, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        assert_eq!(adm.run(c, rayon::current_num_threads).await.unwrap(), 2);
         assert_eq!(m.proofs_in_flight(), 0);
     }
 
-    /// The shared pool's proof times are entered at full load: a proof alone on 2 slots for
+    /// A proof time on the whole pool is entered at full load: a proof alone on 2 slots for
     /// 1 s counts as 2 s, one beside another all along as itself, one half alone as 1.33 s.
     #[test]
-    fn shared_pool_times_are_stated_at_full_load() {
+    fn whole_pool_times_are_stated_at_full_load() {
         let s = Duration::from_secs;
         let occupancy = SlotOccupancy::new(2);
         let t0 = Instant::now();

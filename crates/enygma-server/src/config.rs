@@ -96,9 +96,9 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_TABLE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
     pub table_memory: Option<u64>,
 
-    /// Pin every prove thread to a processor of its own (Linux). With the default shared pool,
-    /// thread t runs only on the t-th allowed CPU (the threads stop migrating; proofs still
-    /// share them). With --max-inflight / --prove-threads, slot s, thread t runs only on the
+    /// Pin every prove thread to a processor of its own (Linux). With the default threads that
+    /// follow the queue, thread t of the whole pool and the one-thread pool of slot t run only
+    /// on the t-th allowed CPU (the threads stop migrating). With --max-inflight / --prove-threads, slot s, thread t runs only on the
     /// (s x prove-threads + t)-th allowed CPU, CPUs of one physical core kept together, so
     /// that slots never share a core; needs max-inflight x prove-threads allowed CPUs at most.
     /// Not with --unlimited.
@@ -107,14 +107,14 @@ pub struct Args {
 
     /// Maximum number of proofs computed at once, across all statements and k. Given (or with
     /// --prove-threads), every proof slot owns a pool of --prove-threads threads [default: one
-    /// proof slot per CPU, all sharing one pool of a thread per CPU: a proof alone gets every
-    /// thread, proofs side by side split them; see docs/running.md].
+    /// proof slot per CPU, threads that follow the queue: a proof that starts alone gets every
+    /// CPU's thread, one that starts beside others a thread of its own; see docs/running.md].
     #[arg(long, env = "ENYGMA_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_inflight: Option<u32>,
 
     /// Threads used by each proof: each proof slot owns a rayon pool of this size, whatever
-    /// else runs [default: the shared pool of --max-inflight's default; with --max-inflight
-    /// alone, the number of CPUs].
+    /// else runs [default: threads that follow the queue, as --max-inflight's default; with
+    /// --max-inflight alone, the number of CPUs].
     #[arg(long, env = "ENYGMA_PROVE_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
     pub prove_threads: Option<u32>,
 
@@ -383,7 +383,7 @@ fn parse_circuits(s: &str) -> Result<CircuitList, String> {
 /// after them; `benches/results/2026-12-05-ifma.md`, `2026-12-05-intel-xeon.md`). More threads
 /// were not measured, so they are assumed no faster than 2; the running estimate corrects it
 /// after the first proofs either way. `prove_threads` is what one proof has while every slot is
-/// busy (with the shared pool of one thread per slot: 1), since the estimate is a slot's time
+/// busy (with threads that follow the queue: 1), since the estimate is a slot's time
 /// at full load (see `admission::SlotOccupancy`).
 pub fn default_service_time(prove_threads: usize) -> Duration {
     if prove_threads >= 2 {
@@ -481,14 +481,15 @@ impl Args {
                 ProveThreads::PerSlot(self.prove_threads.map_or(cpus, |n| n as usize)),
             )
         } else {
-            // As many proofs in flight as a pool per slot of one thread (the memory per proof
-            // in flight of `cpus`x1), but a lone proof gets every thread (the latency of 1x`cpus`).
-            (cpus, ProveThreads::Shared(cpus))
+            // As many proofs in flight as a pool per slot of one thread (the throughput and the
+            // memory per proof in flight of `cpus`x1), but a proof that starts alone gets every
+            // thread (the latency of 1x`cpus`).
+            (cpus, ProveThreads::Adaptive(cpus))
         };
         // What one proof has when every slot is busy, which is when the estimate matters.
         let threads_at_full_load = match prove_threads {
             ProveThreads::PerSlot(n) => n,
-            ProveThreads::Shared(n) => (n / max_inflight).max(1),
+            ProveThreads::Adaptive(n) => (n / max_inflight).max(1),
         };
         let service_time = self
             .expected_service_time
@@ -802,9 +803,9 @@ mod tests {
         assert_eq!(args.body_limit, 65536);
         let adm = args.admission();
         let cpus = std::thread::available_parallelism().unwrap().get();
-        // A slot per CPU, sharing one pool of a thread per CPU.
+        // A slot per CPU, threads that follow the queue.
         assert_eq!(adm.max_inflight, Some(cpus));
-        assert_eq!(adm.prove_threads, ProveThreads::Shared(cpus));
+        assert_eq!(adm.prove_threads, ProveThreads::Adaptive(cpus));
         assert_eq!(adm.queue_timeout, Duration::from_secs(60));
         // At full load a proof has one thread: 350 ms, and ceil(60 s / 350 ms) = 172 per slot.
         assert_eq!(adm.service_time, default_service_time(1));

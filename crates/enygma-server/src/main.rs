@@ -142,12 +142,12 @@ async fn run(args: Args) -> Exit {
         "transport and access control"
     );
     match (admission.max_inflight, admission.prove_threads) {
-        (Some(slots), ProveThreads::Shared(threads)) => tracing::info!(
+        (Some(slots), ProveThreads::Adaptive(threads)) => tracing::info!(
             slots,
             threads,
-            "admission: {slots} proof slots share one pool of {threads} prove threads: a proof \
-             alone gets every thread, proofs side by side split them (--max-inflight or \
-             --prove-threads give each slot a pool of its own instead)"
+            "admission: {slots} proof slots, threads that follow the queue: a proof that starts \
+             alone gets all {threads} prove threads, one that starts beside others a thread of \
+             its own (--max-inflight or --prove-threads give each slot a fixed pool instead)"
         ),
         (Some(slots), ProveThreads::PerSlot(threads)) => tracing::info!(
             slots,
