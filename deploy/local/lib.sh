@@ -7,8 +7,8 @@
 #
 # Settings (environment, with defaults):
 #   REPLICAS=3 QUEUE_DEPTH=4 QUEUE_TIMEOUT=120s DRAIN_TIMEOUT=60s
-#   MAX_INFLIGHT= PROVE_THREADS=  unset: the server's default admission (a slot per CPU, all on
-#                          one shared pool); each is passed (--max-inflight, --prove-threads)
+#   MAX_INFLIGHT= PROVE_THREADS=  unset: the server's default admission (a slot per CPU, threads
+#                          that follow the queue); each is passed (--max-inflight, --prove-threads)
 #                          only when set, and either selects a pool per slot
 #   BALANCER_MAXCONN=SLOTS+1  requests the balancer lets a replica hold (haproxy.cfg.in); SLOTS
 #                          is a replica's proof slots as it reports them once ready

@@ -107,9 +107,12 @@ pub fn variants(a: &AbArgs) -> Result<Vec<Variant>> {
         v.push(mk(
             &format!("sweep-{m}x{t}"),
             Role::Sweep,
-            format!("--max-inflight {m} --prove-threads {t} {}", a.sweep_args.trim())
-                .trim_end()
-                .to_string(),
+            format!(
+                "--max-inflight {m} --prove-threads {t} {}",
+                a.sweep_args.trim()
+            )
+            .trim_end()
+            .to_string(),
             Some((m, t)),
         ));
     }

@@ -200,7 +200,12 @@ pub struct ScheduleArgs {
     pub prime_until: Option<String>,
     /// The most requests --prime-until sends; the run goes on (with a note) if SELECTOR is still
     /// zero then.
-    #[arg(long, default_value_t = 2000, value_name = "N", requires = "prime_until")]
+    #[arg(
+        long,
+        default_value_t = 2000,
+        value_name = "N",
+        requires = "prime_until"
+    )]
     pub prime_until_limit: usize,
     /// Prometheus route scraped before and after each phase to cross-check the served count
     /// (`none` to skip).

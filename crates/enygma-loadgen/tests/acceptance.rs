@@ -202,7 +202,12 @@ fn ab_runs_unlimited_capped_and_sweep() {
                 "0s",
             ])
             .args(["--sweep", "1x2", "--ready-timeout", &ready])
-            .args(["--sweep-args", "--queue-depth 3", "--prime-until", SERVED_K6])
+            .args([
+                "--sweep-args",
+                "--queue-depth 3",
+                "--prime-until",
+                SERVED_K6,
+            ])
             .arg("--server-cmd")
             .arg(server_bin())
             .arg("--keys-dir")
@@ -221,7 +226,11 @@ fn ab_runs_unlimited_capped_and_sweep() {
         assert_eq!(l["served_check"]["matches"], true, "{v}: {l}");
         assert_internal_within_external(&out.join(v), &r);
         let command = r["settings"]["spawn_server"].as_str().unwrap();
-        assert_eq!(command.contains("--queue-depth 3"), v == "sweep-1x2", "{v}: {command}");
+        assert_eq!(
+            command.contains("--queue-depth 3"),
+            v == "sweep-1x2",
+            "{v}: {command}"
+        );
         let notes = r["notes"].to_string();
         assert!(
             notes.contains("0 request(s) sent one at a time until"),

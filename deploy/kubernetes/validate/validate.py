@@ -135,7 +135,7 @@ def security_rules(c: dict, env: dict[str, str], dev: bool) -> list[str]:
 
 def cpu_rules(c: dict, env: dict[str, str], res: dict) -> list[str]:
     """The CPUs the pod gets are the CPUs its proof slots use. With neither thread setting, the
-    server runs a slot per CPU of its limit (the cgroup quota, rounded down) on one shared pool,
+    server runs a slot per CPU of its limit (the cgroup quota, rounded down), threads that follow the queue,
     so the limit must be whole CPUs and the request equal to it; with both, a pool per slot,
     --max-inflight x --prove-threads CPUs. One alone also selects a pool per slot, the other at
     its default, which no sizing here assumes."""
