@@ -173,7 +173,8 @@ fn open_loop_with_spawned_server() {
 }
 
 /// The A/B runner drives the real binary: `--unlimited`, the capped defaults and a sweep
-/// setting all start, serve and report; `--sweep-args` reaches the sweep's server only, and
+/// setting all start, serve and report; `--sweep-args` reaches the sweep's server only (and the
+/// best setting it names, so that it reproduces), and
 /// `--prime-until` stops once the server's metric reads above zero (here at once: the priming
 /// request already counts).
 #[test]
@@ -240,7 +241,8 @@ fn ab_runs_unlimited_capped_and_sweep() {
     let md = std::fs::read_to_string(out.join("ab.md")).unwrap();
     assert!(
         md.contains("## Side by side")
-            && md.contains("**Best setting: `--max-inflight 1 --prove-threads 2`**"),
+            && md
+                .contains("**Best setting: `--max-inflight 1 --prove-threads 2 --queue-depth 3`**"),
         "{md}"
     );
 }
