@@ -6,8 +6,10 @@
 //! - A batch of additions is cut into groups of eight, one addition per lane, so Montgomery's
 //!   trick runs as eight interleaved chains: the prefix products of the forward pass and the
 //!   back pass are vector products, and the eight chain ends share one scalar inversion.
-//! - Buckets stay in radix 2^52 (our Montgomery form) for the whole window: a wide window is
-//!   reduced in lanes too, a narrow one goes back to arkworks' form once for its running sums.
+//! - Buckets stay in radix 2^52 (our Montgomery form) for the whole window and are reduced in
+//!   lanes too: a wide window alone, the narrow windows of a group side by side, so that their
+//!   reductions share rounds of additions as their filling did (a narrow window's running sums
+//!   in Jacobian form, two full additions per bucket, had cost up to a fifth of the MSM).
 //!   Points arrive in arkworks' form (the proving key's, shared with the scalar path and every
 //!   other user of the key) and are converted as they are gathered, one vector product per
 //!   coordinate ([`crate::ifma::Fq8::from_arkworks`]).
@@ -353,29 +355,48 @@ impl<P: Curve> LaneBuckets<P> {
     }
 
     /// The batch-affine reduction of [`crate::reduce::reduce_batch_affine`] on these buckets,
-    /// in lanes: `REDUCE_SEGMENTS` running sums `R` and weighted sums `T` advance one bucket per
-    /// step, `R += B` then `T += R`, each a round of [`LaneBuckets::add_in_lanes`]. The
-    /// exceptional additions go to Jacobian overflows beside the accumulators; `T`'s takes
-    /// `R`'s at every step, as `T` takes `R`.
+    /// in lanes, for each run of buckets (the runs `lengths` long, end to end): the runs are cut
+    /// into segments of one length, about `REDUCE_SEGMENTS` in all, whose running sums `R` and
+    /// weighted sums `T` advance one bucket per step, `R += B` then `T += R`, each a round of
+    /// [`LaneBuckets::add_in_lanes`]. A wide window is one run; the narrow windows of a group
+    /// are one run each, so that their reductions share rounds and inversions as their filling
+    /// did. The exceptional additions go to Jacobian overflows beside the accumulators; `T`'s
+    /// takes `R`'s at every step, as `T` takes `R`.
     ///
     /// # Safety
     /// As [`LaneBuckets::add_in_lanes`].
     #[target_feature(enable = "avx512f,avx512ifma")]
-    unsafe fn reduce_in_lanes(&self) -> (Projective<P>, Projective<P>) {
+    unsafe fn reduce_runs_in_lanes(
+        &self,
+        lengths: &[usize],
+    ) -> Vec<(Projective<P>, Projective<P>)> {
         let m = self.filled.len();
-        let segments = REDUCE_SEGMENTS.min(m.max(1));
-        let segment = m.div_ceil(segments);
-        let mut running = Self::new_unchecked(segments);
-        let mut total = Self::new_unchecked(segments);
-        let mut running_overflow = vec![Projective::<P>::zero(); segments];
-        let mut total_overflow = vec![Projective::<P>::zero(); segments];
-        let mut targets = Vec::with_capacity(segments);
+        debug_assert_eq!(lengths.iter().sum::<usize>(), m, "the runs cover the store");
+        let segment = m.div_ceil(REDUCE_SEGMENTS).max(1);
+        // (first bucket, length) of every segment, run after run; a run's last segment may be
+        // shorter, which `combine_segments` allows (it weighs segment `i` by `i·segment`).
+        let mut segments = Vec::new();
+        let mut first = 0;
+        for &len in lengths {
+            segments.extend(
+                (0..len)
+                    .step_by(segment)
+                    .map(|offset| (first + offset, segment.min(len - offset))),
+            );
+            first += len;
+        }
+        let count = segments.len();
+        let mut running = Self::new_unchecked(count);
+        let mut total = Self::new_unchecked(count);
+        let mut running_overflow = vec![Projective::<P>::zero(); count];
+        let mut total_overflow = vec![Projective::<P>::zero(); count];
+        let mut targets = Vec::with_capacity(count);
         for t in (0..segment).rev() {
             running.accumulate(
                 &mut targets,
                 |l| {
-                    let k = l * segment + t;
-                    (k < m && self.filled[k]).then(|| &self.coordinates[k])
+                    let (first, len) = segments[l];
+                    (t < len && self.filled[first + t]).then(|| &self.coordinates[first + t])
                 },
                 &mut running_overflow,
             );
@@ -400,18 +421,27 @@ impl<P: Curve> LaneBuckets<P> {
             sums(&running, running_overflow),
             sums(&total, total_overflow),
         );
-        combine_segments(&running, &total, segment)
+        let mut first = 0;
+        lengths
+            .iter()
+            .map(|&len| {
+                let run = first..first + len.div_ceil(segment);
+                first = run.end;
+                combine_segments(&running[run.clone()], &total[run], segment)
+            })
+            .collect()
     }
 
-    /// See [`BucketStore::reduce_wide`].
+    /// See [`BucketStore::reduce_runs`].
     ///
     /// # Safety
     /// As [`LaneBuckets::add_in_lanes`].
     #[target_feature(enable = "avx512f,avx512ifma")]
-    unsafe fn reduce_wide_in_lanes(
+    unsafe fn reduce_runs_with_overflow(
         mut self,
         overflow: &[Projective<P>],
-    ) -> (Projective<P>, Projective<P>) {
+        lengths: &[usize],
+    ) -> Vec<(Projective<P>, Projective<P>)> {
         // Fold the rare Jacobian overflow into the buckets first, on the scalar side.
         let spilled: Vec<usize> = (0..overflow.len())
             .filter(|&b| !overflow[b].is_zero())
@@ -423,7 +453,7 @@ impl<P: Curve> LaneBuckets<P> {
         for (&b, sum) in spilled.iter().zip(Projective::normalize_batch(&sums)) {
             self.set(b, &sum);
         }
-        self.reduce_in_lanes()
+        self.reduce_runs_in_lanes(lengths)
     }
 }
 
@@ -468,9 +498,13 @@ impl<P: Curve> BucketStore<P> for LaneBuckets<P> {
         unsafe { self.to_affine_in_lanes() }
     }
 
-    fn reduce_wide(self, overflow: &[Projective<P>]) -> (Projective<P>, Projective<P>) {
+    fn reduce_runs(
+        self,
+        overflow: &[Projective<P>],
+        lengths: &[usize],
+    ) -> Vec<(Projective<P>, Projective<P>)> {
         // SAFETY: as in `add_batch`.
-        unsafe { self.reduce_wide_in_lanes(overflow) }
+        unsafe { self.reduce_runs_with_overflow(overflow, lengths) }
     }
 }
 
@@ -486,7 +520,8 @@ mod tests {
 
     on_g1_and_g2!(
         batches_match_the_scalar_store,
-        wide_reduction_matches_the_running_sum
+        wide_reduction_matches_the_running_sum,
+        runs_reduce_like_their_running_sums
     );
 
     /// The same batches through both stores leave the same buckets and the same overflow:
@@ -584,11 +619,62 @@ mod tests {
                     store.set(k, b);
                 }
                 assert_eq!(
-                    store.reduce_wide(&overflow),
-                    reference(&buckets, &overflow),
+                    store.reduce_runs(&overflow, &[m]),
+                    vec![reference(&buckets, &overflow)],
                     "m = {m}, {shape}"
                 );
             }
+        }
+    }
+
+    /// Runs side by side, as the narrow windows of a group and the top window's copies are
+    /// reduced: runs shorter than a segment, one bucket long, longer than the store's share of
+    /// segments, and runs whose last segment is short; overflow in some buckets.
+    fn runs_reduce_like_their_running_sums<P: Group>() {
+        if LaneBuckets::<P>::new(1).is_none() {
+            eprintln!("skipped: this CPU has no AVX-512 IFMA");
+            return;
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(44);
+        let p = random_bases::<P>(1, &mut rng)[0];
+        for lengths in [
+            vec![128; 20],
+            vec![512, 512, 512, 4, 4, 4, 4],
+            vec![1, 3, 700, 1, 2000, 9],
+            vec![256; 3],
+        ] {
+            let m: usize = lengths.iter().sum();
+            let random = random_bases::<P>(m, &mut rng);
+            let buckets: Vec<Affine<P>> = (0..m)
+                .map(|k| match k % 7 {
+                    0 => Affine::identity(),
+                    3 => p,
+                    5 => -p,
+                    _ => random[k],
+                })
+                .collect();
+            let mut overflow = vec![Projective::<P>::zero(); m];
+            for k in (1..m).step_by(89) {
+                overflow[k] = random[(k * 5) % m].into_group();
+            }
+            let mut store = LaneBuckets::<P>::new(m).unwrap();
+            for (k, b) in buckets.iter().enumerate() {
+                store.set(k, b);
+            }
+            let mut start = 0;
+            let expected: Vec<_> = lengths
+                .iter()
+                .map(|&len| {
+                    let run = start..start + len;
+                    start += len;
+                    reference(&buckets[run.clone()], &overflow[run])
+                })
+                .collect();
+            assert_eq!(
+                store.reduce_runs(&overflow, &lengths),
+                expected,
+                "{lengths:?}"
+            );
         }
     }
 

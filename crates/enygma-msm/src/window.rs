@@ -15,9 +15,9 @@ use ark_ff::{Field, Zero};
 use crate::reduce::{reduce_batch_affine, BatchAdder};
 use crate::{Arithmetic, Curve};
 
-/// Windows with at least this many buckets are reduced in batch-affine form
-/// ([`reduce_batch_affine`]); the plain MSM's narrower windows (1,024 buckets at 2^15 points)
-/// keep the running sums they were measured with.
+/// Windows with at least this many buckets are filled and reduced one at a time, in batch-affine
+/// form; narrower ones a group at a time ([`segment_sums`]). On arkworks' arithmetic the narrow
+/// ones keep the running sums they were measured with ([`BucketStore::reduce_runs`]).
 pub(crate) const BATCH_AFFINE_REDUCTION: usize = 4096;
 
 /// `(Σ (i + 1) · bucket_i, Σ bucket_i)` of the window with `buckets` buckets filled from
@@ -85,24 +85,43 @@ pub(crate) trait BucketStore<P: SWCurveConfig> {
     /// The bucket sums, the identity for an empty bucket.
     fn into_affine(self) -> Vec<Affine<P>>;
 
-    /// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` in batch-affine form, for wide
-    /// windows: the rare overflow is folded into the buckets first.
-    fn reduce_wide(self, overflow: &[Projective<P>]) -> (Projective<P>, Projective<P>)
+    /// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` of each run of buckets, the runs
+    /// `lengths` long end to end. Here, on arkworks' arithmetic: a wide window alone in batch-
+    /// affine form (the rare overflow folded into the buckets first), narrower runs with
+    /// running sums. The IFMA store reduces every run in lanes, the runs side by side.
+    fn reduce_runs(
+        self,
+        overflow: &[Projective<P>],
+        lengths: &[usize],
+    ) -> Vec<(Projective<P>, Projective<P>)>
     where
         Self: Sized,
     {
         let mut buckets = self.into_affine();
-        let spilled: Vec<usize> = (0..buckets.len())
-            .filter(|&b| !overflow[b].is_zero())
-            .collect();
-        let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
-        let extra = Projective::normalize_batch(&extra);
-        let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
-        BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
-        for (&b, sum) in spilled.iter().zip(acc) {
-            buckets[b] = sum;
+        if let [len] = lengths {
+            if *len >= BATCH_AFFINE_REDUCTION {
+                let spilled: Vec<usize> = (0..buckets.len())
+                    .filter(|&b| !overflow[b].is_zero())
+                    .collect();
+                let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
+                let extra = Projective::normalize_batch(&extra);
+                let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
+                BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
+                for (&b, sum) in spilled.iter().zip(acc) {
+                    buckets[b] = sum;
+                }
+                return vec![reduce_batch_affine(&buckets)];
+            }
         }
-        reduce_batch_affine(&buckets)
+        let mut start = 0;
+        lengths
+            .iter()
+            .map(|&len| {
+                let run = start..start + len;
+                start += len;
+                running_sums(&buckets[run.clone()], &overflow[run])
+            })
+            .collect()
     }
 }
 
@@ -309,27 +328,19 @@ impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
         self.batch.clear();
     }
 
-    /// `(Σ (i + 1) · bucket_i, Σ bucket_i)`: with running sums, or in batch-affine form for
-    /// the wide windows of precomputed tables.
+    /// `(Σ (i + 1) · bucket_i, Σ bucket_i)` (see [`BucketStore::reduce_runs`]).
     pub(crate) fn reduce(self) -> (Projective<P>, Projective<P>) {
-        if self.store.len() >= BATCH_AFFINE_REDUCTION {
-            return self.store.reduce_wide(&self.overflow);
-        }
-        running_sums(&self.store.into_affine(), &self.overflow)
+        let len = self.store.len();
+        self.store.reduce_runs(&self.overflow, &[len])[0]
     }
 
     /// `Σ (k + 1) · bucket_k` of each run of buckets, the runs `lengths` long (see
     /// [`segment_sums`]).
     pub(crate) fn reduce_segments(self, lengths: &[usize]) -> Vec<Projective<P>> {
-        let buckets = self.store.into_affine();
-        let mut start = 0;
-        lengths
-            .iter()
-            .map(|&len| {
-                let run = start..start + len;
-                start += len;
-                running_sums(&buckets[run.clone()], &self.overflow[run]).0
-            })
+        self.store
+            .reduce_runs(&self.overflow, lengths)
+            .into_iter()
+            .map(|(weighted, _)| weighted)
             .collect()
     }
 }

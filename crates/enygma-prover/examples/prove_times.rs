@@ -16,6 +16,7 @@
 use std::{path::Path, time::Duration};
 
 use enygma_prover::{
+    groth16::PhaseTimings,
     prepare,
     statements::{self, RequestSpec},
     MissingKeys, Prover,
@@ -40,6 +41,7 @@ fn report(
     constraints: usize,
     witness: Vec<Duration>,
     prove: Vec<Duration>,
+    phases: Vec<PhaseTimings>,
 ) {
     let each: Vec<String> = prove
         .iter()
@@ -53,6 +55,20 @@ fn report(
         median_ms(prove),
         median_ms(total),
         each.join(" ")
+    );
+    // The phases overlap on two threads (see `PhaseTimings`): each median is of that phase's
+    // own wall-clock time, and `proof` is create_proof's whole time (prove less verification).
+    let phase = |f: fn(&PhaseTimings) -> Duration| median_ms(phases.iter().map(f).collect());
+    println!(
+        "PHASES circuit={name} threads={threads} witness_map={:.1} to_bigint={:.1} msm_a={:.1} msm_b_g1={:.1} msm_b_g2={:.1} msm_h={:.1} msm_l={:.1} proof={:.1}",
+        phase(|p| p.witness_map),
+        phase(|p| p.to_bigint),
+        phase(|p| p.msm_a),
+        phase(|p| p.msm_b_g1),
+        phase(|p| p.msm_b_g2),
+        phase(|p| p.msm_h),
+        phase(|p| p.msm_l),
+        phase(|p| p.total),
     );
 }
 
@@ -86,13 +102,14 @@ fn main() {
             .expect("a generated request");
         let body = serde_json::to_vec(&body).unwrap();
         let prepared = prepare(instance, &body).expect("a valid request");
-        let (mut witness, mut prove) = (Vec::new(), Vec::new());
+        let (mut witness, mut prove, mut phases) = (Vec::new(), Vec::new(), Vec::new());
         pool.install(|| {
             prover.prove(&prepared).expect("warm-up proof");
             for _ in 0..proofs {
                 let (_, t) = prover.prove(&prepared).expect("proof");
                 witness.push(t.witness);
                 prove.push(t.prove);
+                phases.push(t.phases);
             }
         });
         let constraints = prover.circuit(instance).unwrap().shape.info.constraints;
@@ -101,6 +118,6 @@ fn main() {
         } else {
             instance.key_stem()
         };
-        report(&label, threads, constraints, witness, prove);
+        report(&label, threads, constraints, witness, prove, phases);
     }
 }

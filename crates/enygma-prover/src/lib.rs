@@ -332,6 +332,8 @@ pub struct ProveTimings {
     pub prove: Duration,
     /// Whether the MSMs used the instance's precomputed tables.
     pub precomputed: bool,
+    /// The proof's own phases (part of `prove`): where a proof's time went, for benchmarks.
+    pub phases: groth16::PhaseTimings,
 }
 
 /// Keys and matrices for a set of instances (by default all of them).
@@ -513,7 +515,7 @@ impl Prover {
         let blinding = zeroize::Zeroizing::new([Fr::rand(rng), Fr::rand(rng)]);
         // Our assembly of ark-groth16's proof (the same proof for the same r and s, tested in
         // `groth16`), with enygma-msm's MSMs running concurrently on the caller's pool.
-        let (proof, _phases) = groth16::create_proof(
+        let (proof, phases) = groth16::create_proof(
             &keys.proving_key,
             tables.as_deref(),
             &shape.r1cs,
@@ -536,6 +538,7 @@ impl Prover {
                 witness,
                 prove,
                 precomputed: tables.is_some(),
+                phases,
             },
         ))
     }
