@@ -25,7 +25,7 @@ use ark_ec::{
 use ark_ff::{Field, Zero};
 
 use crate::ifma::{self, Fq2x8, Fq8, LANES, LIMBS};
-use crate::reduce::combine_segments;
+use crate::reduce::Segments;
 use crate::window::BucketStore;
 use crate::Curve;
 
@@ -354,9 +354,9 @@ impl<P: Curve> LaneBuckets<P> {
         affine
     }
 
-    /// The batch-affine reduction of [`crate::reduce::reduce_batch_affine`] on these buckets,
+    /// The batch-affine reduction of [`crate::reduce::reduce_runs_batch_affine`] on these buckets,
     /// in lanes, for each run of buckets (the runs `lengths` long, end to end): the runs are cut
-    /// into segments of one length, about `REDUCE_SEGMENTS` in all, whose running sums `R` and
+    /// into about `REDUCE_SEGMENTS` segments ([`Segments`]), whose running sums `R` and
     /// weighted sums `T` advance one bucket per step, `R += B` then `T += R`, each a round of
     /// [`LaneBuckets::add_in_lanes`]. A wide window is one run; the narrow windows of a group
     /// are one run each, so that their reductions share rounds and inversions as their filling
@@ -370,33 +370,24 @@ impl<P: Curve> LaneBuckets<P> {
         &self,
         lengths: &[usize],
     ) -> Vec<(Projective<P>, Projective<P>)> {
-        let m = self.filled.len();
-        debug_assert_eq!(lengths.iter().sum::<usize>(), m, "the runs cover the store");
-        let segment = m.div_ceil(REDUCE_SEGMENTS).max(1);
-        // (first bucket, length) of every segment, run after run; a run's last segment may be
-        // shorter, which `combine_segments` allows (it weighs segment `i` by `i·segment`).
-        let mut segments = Vec::new();
-        let mut first = 0;
-        for &len in lengths {
-            segments.extend(
-                (0..len)
-                    .step_by(segment)
-                    .map(|offset| (first + offset, segment.min(len - offset))),
-            );
-            first += len;
-        }
-        let count = segments.len();
+        debug_assert_eq!(
+            lengths.iter().sum::<usize>(),
+            self.filled.len(),
+            "the runs cover the store"
+        );
+        let segments = Segments::new(lengths, REDUCE_SEGMENTS);
+        let count = segments.spans.len();
         let mut running = Self::new_unchecked(count);
         let mut total = Self::new_unchecked(count);
         let mut running_overflow = vec![Projective::<P>::zero(); count];
         let mut total_overflow = vec![Projective::<P>::zero(); count];
         let mut targets = Vec::with_capacity(count);
-        for t in (0..segment).rev() {
+        for t in (0..segments.length).rev() {
             running.accumulate(
                 &mut targets,
                 |l| {
-                    let (first, len) = segments[l];
-                    (t < len && self.filled[first + t]).then(|| &self.coordinates[first + t])
+                    let k = segments.bucket(l, t)?;
+                    self.filled[k].then(|| &self.coordinates[k])
                 },
                 &mut running_overflow,
             );
@@ -421,15 +412,7 @@ impl<P: Curve> LaneBuckets<P> {
             sums(&running, running_overflow),
             sums(&total, total_overflow),
         );
-        let mut first = 0;
-        lengths
-            .iter()
-            .map(|&len| {
-                let run = first..first + len.div_ceil(segment);
-                first = run.end;
-                combine_segments(&running[run.clone()], &total[run], segment)
-            })
-            .collect()
+        segments.combine(&running, &total)
     }
 
     /// See [`BucketStore::reduce_runs`].
@@ -642,6 +625,7 @@ mod tests {
             vec![512, 512, 512, 4, 4, 4, 4],
             vec![1, 3, 700, 1, 2000, 9],
             vec![256; 3],
+            vec![0, 5, 0],
         ] {
             let m: usize = lengths.iter().sum();
             let random = random_bases::<P>(m, &mut rng);

@@ -23,12 +23,17 @@ use rayon::prelude::*;
 
 use crate::{
     for_each_signed_digit, window, Arithmetic, Curve, Scalar, TopWindow, FILL_COST, FOLDED_BITS,
-    REDUCE_COST,
 };
 
 /// Field multiplications per bucket of the batch-affine reduction ([`crate::reduce`]): two
 /// affine additions.
 const BATCH_REDUCE_COST: usize = 14;
+/// What this model charges a bucket of a window narrower than `BATCH_AFFINE_REDUCTION`: the two
+/// Jacobian additions of the running sums such windows had when the tables' widths were chosen.
+/// Every window is reduced in batch-affine form since; charging it here would narrow the tables
+/// of a few hundred to a thousand bases by a bit (more memory for a few per cent), which was
+/// not measured, so the widths stay as they were.
+const NARROW_REDUCE_COST: usize = 27;
 
 /// The window width for `n` dense scalars over precomputed bases: the widest `c` in `2..=16`
 /// whose cost `n × windows × FILL_COST + buckets × reduction cost` is within 5 % of the least
@@ -40,7 +45,7 @@ pub fn precomputed_window_bits(n: usize) -> usize {
         let reduce = if buckets >= crate::window::BATCH_AFFINE_REDUCTION {
             BATCH_REDUCE_COST
         } else {
-            REDUCE_COST
+            NARROW_REDUCE_COST
         };
         (FOLDED_BITS / c + 1) * n * FILL_COST + buckets * reduce
     };

@@ -1,11 +1,12 @@
-//! Bucket reduction `Σ (k + 1)·B_k` with batch-affine additions, for the wide single window of
-//! the precomputed MSM (2^15 buckets, where the usual running sum's two Jacobian additions
-//! per bucket, ~27 multiplications, cost as much as a fifth of the whole MSM).
+//! Bucket reduction `Σ (k + 1)·B_k` with batch-affine additions, for every window: the usual
+//! running sum's two Jacobian additions per bucket, ~27 multiplications, cost as much as a
+//! fifth of an MSM (of the precomputed MSM's wide window, and of a group of narrow ones).
 //!
-//! The buckets are cut into `LANES` contiguous segments whose running sums advance together,
-//! one bucket per step: a step is two rounds of independent affine additions (`R += B`, then
-//! `T += R`) sharing one inversion per round (Montgomery's trick), ~6 multiplications each.
-//! The segments' results are then combined with Jacobian arithmetic, once per segment.
+//! The buckets, one run per window, are cut into about `LANES` contiguous segments
+//! ([`Segments`]) whose running sums advance together, one bucket per step: a step is two rounds
+//! of independent affine additions (`R += B`, then `T += R`) sharing one inversion per round
+//! (Montgomery's trick), ~6 multiplications each. The segments' results are then combined with
+//! Jacobian arithmetic, once per segment. `lanes` runs the same rounds eight at a time.
 
 use ark_ec::{
     short_weierstrass::{Affine, Projective, SWCurveConfig},
@@ -96,31 +97,94 @@ impl<P: SWCurveConfig> BatchAdder<P> {
     }
 }
 
-/// `(Σ (k + 1)·buckets[k], Σ buckets[k])`.
-pub(crate) fn reduce_batch_affine<P: SWCurveConfig>(
+/// Runs of buckets (each window's, end to end in one store) cut into segments of one length,
+/// about `target` segments in all, which a reduction advances side by side, one bucket per step.
+/// A run's last segment may be shorter: [`combine_segments`] weighs segment `i` of a run by
+/// `i·length` only.
+pub(crate) struct Segments {
+    /// The steps: the length of every segment but a run's last.
+    pub(crate) length: usize,
+    /// `(first bucket, length)` of every segment, run after run.
+    pub(crate) spans: Vec<(usize, usize)>,
+    /// How many segments each run has.
+    per_run: Vec<usize>,
+}
+
+impl Segments {
+    pub(crate) fn new(lengths: &[usize], target: usize) -> Self {
+        let buckets: usize = lengths.iter().sum();
+        let length = buckets.div_ceil(target).max(1);
+        let mut spans = Vec::new();
+        let mut per_run = Vec::with_capacity(lengths.len());
+        let mut first = 0;
+        for &len in lengths {
+            let before = spans.len();
+            spans.extend(
+                (0..len)
+                    .step_by(length)
+                    .map(|offset| (first + offset, length.min(len - offset))),
+            );
+            per_run.push(spans.len() - before);
+            first += len;
+        }
+        Self {
+            length,
+            spans,
+            per_run,
+        }
+    }
+
+    /// Where segment `l`'s bucket at step `t` is, if it has one.
+    pub(crate) fn bucket(&self, l: usize, t: usize) -> Option<usize> {
+        let (first, len) = self.spans[l];
+        (t < len).then_some(first + t)
+    }
+
+    /// Each run's `(Σ (k + 1)·B_k, Σ B_k)` from its segments' running sums (`running[l]`, the
+    /// sum of segment `l`'s buckets) and weighted sums (`total[l]`).
+    pub(crate) fn combine<P: SWCurveConfig>(
+        &self,
+        running: &[Projective<P>],
+        total: &[Projective<P>],
+    ) -> Vec<(Projective<P>, Projective<P>)> {
+        let mut first = 0;
+        self.per_run
+            .iter()
+            .map(|&count| {
+                let run = first..first + count;
+                first = run.end;
+                combine_segments(&running[run.clone()], &total[run], self.length)
+            })
+            .collect()
+    }
+}
+
+/// `(Σ (k + 1)·buckets[k], Σ buckets[k])` of each run of buckets, the runs `lengths` long end
+/// to end: the runs' segments advance side by side, so that every run shares the rounds and
+/// their inversions.
+pub(crate) fn reduce_runs_batch_affine<P: SWCurveConfig>(
     buckets: &[Affine<P>],
-) -> (Projective<P>, Projective<P>) {
-    let m = buckets.len();
-    let lanes = LANES.min(m.max(1));
-    let segment = m.div_ceil(lanes);
-    let bucket = |lane: usize, t: usize| {
-        buckets
-            .get(lane * segment + t)
-            .copied()
-            .unwrap_or(Affine::identity())
-    };
-    // Lane ℓ covers buckets ℓ·S .. ℓ·S + S - 1: running[ℓ] = Σ_{t ≥ step} B, and
-    // total[ℓ] = Σ_t (t + 1)·B_{ℓ·S + t} after the last step.
-    let mut running = vec![Affine::<P>::identity(); lanes];
-    let mut total = vec![Affine::<P>::identity(); lanes];
+    lengths: &[usize],
+) -> Vec<(Projective<P>, Projective<P>)> {
+    debug_assert_eq!(lengths.iter().sum::<usize>(), buckets.len());
+    let segments = Segments::new(lengths, LANES);
+    let count = segments.spans.len();
+    // Segment ℓ's running[ℓ] = Σ_{t ≥ step} B, and total[ℓ] = Σ_t (t + 1)·B_t after the
+    // last step.
+    let mut running = vec![Affine::<P>::identity(); count];
+    let mut total = vec![Affine::<P>::identity(); count];
     let mut adder = BatchAdder::new();
-    for t in (0..segment).rev() {
-        adder.add_pairs(&mut running, |lane| bucket(lane, t));
-        adder.add_pairs(&mut total, |lane| running[lane]);
+    for t in (0..segments.length).rev() {
+        adder.add_pairs(&mut running, |l| {
+            segments
+                .bucket(l, t)
+                .map_or(Affine::identity(), |k| buckets[k])
+        });
+        adder.add_pairs(&mut total, |l| running[l]);
     }
     let projective = |points: &[Affine<P>]| points.iter().map(|p| p.into_group()).collect();
     let (running, total): (Vec<_>, Vec<_>) = (projective(&running), projective(&total));
-    combine_segments(&running, &total, segment)
+    segments.combine(&running, &total)
 }
 
 /// `(Σ (k + 1)·B_k, Σ B_k)` from the segments' final sums: segment `ℓ` covers the buckets
@@ -167,6 +231,11 @@ mod tests {
         (weighted, sum)
     }
 
+    /// One run of `m` buckets, as a wide window is reduced.
+    fn alone(buckets: &[Affine<g1::Config>]) -> (Projective<g1::Config>, Projective<g1::Config>) {
+        reduce_runs_batch_affine(buckets, &[buckets.len()])[0]
+    }
+
     #[test]
     fn matches_the_running_sum_on_every_shape() {
         let mut rng = ChaCha20Rng::seed_from_u64(31);
@@ -175,11 +244,7 @@ mod tests {
             let mut buckets: Vec<Affine<g1::Config>> = (0..m)
                 .map(|_| Projective::rand(&mut rng).into_affine())
                 .collect();
-            assert_eq!(
-                reduce_batch_affine(&buckets),
-                reference(&buckets),
-                "m = {m}"
-            );
+            assert_eq!(alone(&buckets), reference(&buckets), "m = {m}");
             // Empty buckets, equal buckets (doublings of running sums) and opposite ones
             // (running sums that cancel).
             for (k, b) in buckets.iter_mut().enumerate() {
@@ -190,16 +255,46 @@ mod tests {
                     _ => *b,
                 };
             }
-            assert_eq!(
-                reduce_batch_affine(&buckets),
-                reference(&buckets),
-                "m = {m}, mixed"
-            );
+            assert_eq!(alone(&buckets), reference(&buckets), "m = {m}, mixed");
             let same = vec![p; m];
+            assert_eq!(alone(&same), reference(&same), "m = {m}, all equal");
+        }
+    }
+
+    /// Runs side by side, as a group of narrow windows and the top window's copies are
+    /// reduced: many short runs, runs shorter than a segment, one bucket long, and runs whose
+    /// last segment is short; each run's sums are its own.
+    #[test]
+    fn runs_side_by_side_match_their_own_sums() {
+        let mut rng = ChaCha20Rng::seed_from_u64(32);
+        let p = Projective::<g1::Config>::rand(&mut rng).into_affine();
+        for lengths in [
+            vec![128; 20],
+            vec![512, 512, 512, 4, 4, 4, 4],
+            vec![1, 3, 700, 1, 2000, 9],
+            vec![0, 5, 0],
+        ] {
+            let m: usize = lengths.iter().sum();
+            let buckets: Vec<Affine<g1::Config>> = (0..m)
+                .map(|k| match k % 7 {
+                    0 => Affine::identity(),
+                    3 => p,
+                    5 => -p,
+                    _ => Projective::rand(&mut rng).into_affine(),
+                })
+                .collect();
+            let mut start = 0;
+            let expected: Vec<_> = lengths
+                .iter()
+                .map(|&len| {
+                    start += len;
+                    reference(&buckets[start - len..start])
+                })
+                .collect();
             assert_eq!(
-                reduce_batch_affine(&same),
-                reference(&same),
-                "m = {m}, all equal"
+                reduce_runs_batch_affine(&buckets, &lengths),
+                expected,
+                "{lengths:?}"
             );
         }
     }

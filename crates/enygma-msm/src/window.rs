@@ -12,12 +12,11 @@ use ark_ec::{
 };
 use ark_ff::{Field, Zero};
 
-use crate::reduce::{reduce_batch_affine, BatchAdder};
+use crate::reduce::{reduce_runs_batch_affine, BatchAdder};
 use crate::{Arithmetic, Curve};
 
-/// Windows with at least this many buckets are filled and reduced one at a time, in batch-affine
-/// form; narrower ones a group at a time ([`segment_sums`]). On arkworks' arithmetic the narrow
-/// ones keep the running sums they were measured with ([`BucketStore::reduce_runs`]).
+/// Windows with at least this many buckets are filled and reduced one at a time; narrower ones
+/// a group at a time ([`segment_sums`]), so that their additions share batches.
 pub(crate) const BATCH_AFFINE_REDUCTION: usize = 4096;
 
 /// `(Σ (i + 1) · bucket_i, Σ bucket_i)` of the window with `buckets` buckets filled from
@@ -86,9 +85,9 @@ pub(crate) trait BucketStore<P: SWCurveConfig> {
     fn into_affine(self) -> Vec<Affine<P>>;
 
     /// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` of each run of buckets, the runs
-    /// `lengths` long end to end. Here, on arkworks' arithmetic: a wide window alone in batch-
-    /// affine form (the rare overflow folded into the buckets first), narrower runs with
-    /// running sums. The IFMA store reduces every run in lanes, the runs side by side.
+    /// `lengths` long end to end, in batch-affine form with the runs side by side
+    /// ([`reduce_runs_batch_affine`]); the rare overflow is folded into the buckets first. The
+    /// IFMA store runs the same rounds in lanes.
     fn reduce_runs(
         self,
         overflow: &[Projective<P>],
@@ -98,30 +97,17 @@ pub(crate) trait BucketStore<P: SWCurveConfig> {
         Self: Sized,
     {
         let mut buckets = self.into_affine();
-        if let [len] = lengths {
-            if *len >= BATCH_AFFINE_REDUCTION {
-                let spilled: Vec<usize> = (0..buckets.len())
-                    .filter(|&b| !overflow[b].is_zero())
-                    .collect();
-                let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
-                let extra = Projective::normalize_batch(&extra);
-                let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
-                BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
-                for (&b, sum) in spilled.iter().zip(acc) {
-                    buckets[b] = sum;
-                }
-                return vec![reduce_batch_affine(&buckets)];
-            }
+        let spilled: Vec<usize> = (0..buckets.len())
+            .filter(|&b| !overflow[b].is_zero())
+            .collect();
+        let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
+        let extra = Projective::normalize_batch(&extra);
+        let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
+        BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
+        for (&b, sum) in spilled.iter().zip(acc) {
+            buckets[b] = sum;
         }
-        let mut start = 0;
-        lengths
-            .iter()
-            .map(|&len| {
-                let run = start..start + len;
-                start += len;
-                running_sums(&buckets[run.clone()], &overflow[run])
-            })
-            .collect()
+        reduce_runs_batch_affine(&buckets, lengths)
     }
 }
 
@@ -343,21 +329,4 @@ impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
             .map(|(weighted, _)| weighted)
             .collect()
     }
-}
-
-/// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` with running sums.
-fn running_sums<P: SWCurveConfig>(
-    buckets: &[Affine<P>],
-    overflow: &[Projective<P>],
-) -> (Projective<P>, Projective<P>) {
-    let mut running = Projective::<P>::zero();
-    let mut total = Projective::<P>::zero();
-    for (bucket, overflow) in buckets.iter().zip(overflow).rev() {
-        running += bucket;
-        if !overflow.is_zero() {
-            running += overflow;
-        }
-        total += &running;
-    }
-    (total, running)
 }
