@@ -20,13 +20,13 @@
 use ark_bn254::{Fq, Fq2};
 use ark_ec::{
     short_weierstrass::{Affine, Projective},
-    AffineRepr, CurveGroup,
+    AffineRepr,
 };
 use ark_ff::{Field, Zero};
 
 use crate::ifma::{self, Fq2x8, Fq8, LANES, LIMBS};
 use crate::reduce::Segments;
-use crate::window::BucketStore;
+use crate::window::{folded_overflow, BucketStore};
 use crate::Curve;
 
 /// A base field eight elements at a time: what the bucket additions need of [`Fq8`] (G1) and
@@ -426,14 +426,8 @@ impl<P: Curve> LaneBuckets<P> {
         lengths: &[usize],
     ) -> Vec<(Projective<P>, Projective<P>)> {
         // Fold the rare Jacobian overflow into the buckets first, on the scalar side.
-        let spilled: Vec<usize> = (0..overflow.len())
-            .filter(|&b| !overflow[b].is_zero())
-            .collect();
-        let sums: Vec<Projective<P>> = spilled
-            .iter()
-            .map(|&b| overflow[b] + self.affine(b))
-            .collect();
-        for (&b, sum) in spilled.iter().zip(Projective::normalize_batch(&sums)) {
+        // SAFETY: this function has the features `affine` needs (see its Safety).
+        for (b, sum) in folded_overflow(overflow, |b| unsafe { self.affine(b) }) {
             self.set(b, &sum);
         }
         self.reduce_runs_in_lanes(lengths)

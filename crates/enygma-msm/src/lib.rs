@@ -216,7 +216,7 @@ fn pippenger<P: Curve>(
         });
 
     let buckets = 1usize << (c - 1);
-    let sums: Vec<Projective<P>> = if buckets >= window::BATCH_AFFINE_REDUCTION {
+    let sums: Vec<Projective<P>> = if buckets >= window::WIDE_WINDOW {
         (0..windows)
             .into_par_iter()
             .map(|w| {

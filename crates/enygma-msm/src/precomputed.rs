@@ -28,7 +28,7 @@ use crate::{
 /// Field multiplications per bucket of the batch-affine reduction ([`crate::reduce`]): two
 /// affine additions.
 const BATCH_REDUCE_COST: usize = 14;
-/// What this model charges a bucket of a window narrower than `BATCH_AFFINE_REDUCTION`: the two
+/// What this model charges a bucket of a window narrower than `WIDE_WINDOW`: the two
 /// Jacobian additions of the running sums such windows had when the tables' widths were chosen.
 /// Every window is reduced in batch-affine form since; charging it here would narrow the tables
 /// of a few hundred to a thousand bases by a bit (more memory for a few per cent), which was
@@ -42,7 +42,7 @@ const NARROW_REDUCE_COST: usize = 27;
 pub fn precomputed_window_bits(n: usize) -> usize {
     let cost = |c: usize| {
         let buckets = 1usize << (c - 1);
-        let reduce = if buckets >= crate::window::BATCH_AFFINE_REDUCTION {
+        let reduce = if buckets >= crate::window::WIDE_WINDOW {
             BATCH_REDUCE_COST
         } else {
             NARROW_REDUCE_COST

@@ -28,14 +28,14 @@ enum Kind {
 }
 
 /// Scratch space for [`BatchAdder::add_pairs`].
-pub(crate) struct BatchAdder<P: SWCurveConfig> {
+struct BatchAdder<P: SWCurveConfig> {
     kinds: Vec<Kind>,
     denominators: Vec<P::BaseField>,
     prefix: Vec<P::BaseField>,
 }
 
 impl<P: SWCurveConfig> BatchAdder<P> {
-    pub(crate) fn new() -> Self {
+    fn new() -> Self {
         Self {
             kinds: Vec::new(),
             denominators: Vec::new(),
@@ -44,7 +44,7 @@ impl<P: SWCurveConfig> BatchAdder<P> {
     }
 
     /// `acc[k] += add(k)` for every `k`, with one field inversion for all of them.
-    pub(crate) fn add_pairs(&mut self, acc: &mut [Affine<P>], add: impl Fn(usize) -> Affine<P>) {
+    fn add_pairs(&mut self, acc: &mut [Affine<P>], add: impl Fn(usize) -> Affine<P>) {
         self.kinds.clear();
         self.denominators.clear();
         self.prefix.clear();

@@ -12,12 +12,12 @@ use ark_ec::{
 };
 use ark_ff::{Field, Zero};
 
-use crate::reduce::{reduce_runs_batch_affine, BatchAdder};
+use crate::reduce::reduce_runs_batch_affine;
 use crate::{Arithmetic, Curve};
 
 /// Windows with at least this many buckets are filled and reduced one at a time; narrower ones
 /// a group at a time ([`segment_sums`]), so that their additions share batches.
-pub(crate) const BATCH_AFFINE_REDUCTION: usize = 4096;
+pub(crate) const WIDE_WINDOW: usize = 4096;
 
 /// `(Σ (i + 1) · bucket_i, Σ bucket_i)` of the window with `buckets` buckets filled from
 /// `items` (see [`Window::fill`]), computed with `arithmetic`.
@@ -97,18 +97,28 @@ pub(crate) trait BucketStore<P: SWCurveConfig> {
         Self: Sized,
     {
         let mut buckets = self.into_affine();
-        let spilled: Vec<usize> = (0..buckets.len())
-            .filter(|&b| !overflow[b].is_zero())
-            .collect();
-        let extra: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b]).collect();
-        let extra = Projective::normalize_batch(&extra);
-        let mut acc: Vec<Affine<P>> = spilled.iter().map(|&b| buckets[b]).collect();
-        BatchAdder::new().add_pairs(&mut acc, |k| extra[k]);
-        for (&b, sum) in spilled.iter().zip(acc) {
+        for (b, sum) in folded_overflow(overflow, |b| buckets[b]) {
             buckets[b] = sum;
         }
         reduce_runs_batch_affine(&buckets, lengths)
     }
+}
+
+/// Each bucket with an overflow, and its sum `bucket(b) + overflow[b]`: what a reduction folds
+/// into the buckets first. The overflow is rare, so its Jacobian additions and their one batch
+/// normalisation cost little.
+pub(crate) fn folded_overflow<P: SWCurveConfig>(
+    overflow: &[Projective<P>],
+    bucket: impl Fn(usize) -> Affine<P>,
+) -> Vec<(usize, Affine<P>)> {
+    let spilled: Vec<usize> = (0..overflow.len())
+        .filter(|&b| !overflow[b].is_zero())
+        .collect();
+    let sums: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b] + bucket(b)).collect();
+    spilled
+        .into_iter()
+        .zip(Projective::normalize_batch(&sums))
+        .collect()
 }
 
 /// Buckets as arkworks affine points (the identity marks an empty one).

@@ -73,6 +73,22 @@ pub struct PhaseTimings {
     pub total: Duration,
 }
 
+impl PhaseTimings {
+    /// Every phase with its field's name, in this order (`total` last): what a report lists.
+    pub fn named(&self) -> [(&'static str, Duration); 8] {
+        [
+            ("witness_map", self.witness_map),
+            ("to_bigint", self.to_bigint),
+            ("msm_a", self.msm_a),
+            ("msm_b_g1", self.msm_b_g1),
+            ("msm_b_g2", self.msm_b_g2),
+            ("msm_h", self.msm_h),
+            ("msm_l", self.msm_l),
+            ("total", self.total),
+        ]
+    }
+}
+
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     let started = Instant::now();
     let value = f();
