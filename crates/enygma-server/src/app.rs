@@ -22,13 +22,14 @@ use tracing::Instrument;
 use crate::admission::{AdmitError, Limiter, ProveAdmission, Slot};
 use crate::auth::Auth;
 use crate::backend::{BackendError, ProofBackend};
-use crate::bad_requests::{BadRequestLimit, BucketKey};
+use crate::bad_requests::{AddressAllowances, Allowance};
 use crate::body::RequestBody;
 use crate::caller::Caller;
 use crate::check_pool::CheckPool;
 use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
 use crate::tables::{TableCache, TableConfig};
+use crate::transport::{close_after_response, ConnectionSlot};
 
 /// gin's JSON content type.
 const JSON: &str = "application/json; charset=utf-8";
@@ -48,8 +49,10 @@ pub struct AppState<B: ProofBackend> {
     pub verify: Limiter,
     /// The parse and checks of proving requests, on their own bounded pool.
     pub checks: CheckPool,
-    /// 429 for callers that keep sending bad requests.
-    pub bad_requests: BadRequestLimit,
+    /// Each connection's allowance of malformed requests ([`crate::bad_requests`]).
+    pub malformed_requests: Allowance,
+    /// Failed authentications per client address ([`crate::bad_requests`]).
+    pub auth_failures: Arc<AddressAllowances>,
     pub metrics: Arc<Metrics>,
     /// Bearer tokens of the API and of `/metrics` (none by default: open).
     pub auth: Arc<Auth>,
@@ -97,7 +100,11 @@ impl<B: ProofBackend> AppState<B> {
                 metrics.clone(),
             ),
             checks: CheckPool::new(cfg.check_threads, cfg.check_queue_depth)?,
-            bad_requests: BadRequestLimit::new(cfg.bad_request_burst, cfg.bad_request_refill),
+            malformed_requests: Allowance::new(cfg.bad_request_burst, cfg.bad_request_refill),
+            auth_failures: Arc::new(AddressAllowances::new(Allowance::new(
+                cfg.auth_failure_burst,
+                cfg.auth_failure_refill,
+            ))),
             tables: TableCache::new(TableConfig::default(), metrics.clone()),
             metrics,
             auth: Arc::new(Auth::default()),
@@ -196,9 +203,16 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .route("/metrics", get(metrics::<B>))
         .route("/openapi.json", get(openapi))
         .fallback(not_found)
-        .layer(from_fn_with_state(st.clone(), limit_bad_requests::<B>))
         .layer(from_fn_with_state(
-            (st.auth.clone(), st.metrics.clone()),
+            st.clone(),
+            limit_malformed_requests::<B>,
+        ))
+        .layer(from_fn_with_state(
+            (
+                st.auth.clone(),
+                st.metrics.clone(),
+                st.auth_failures.clone(),
+            ),
             crate::auth::check,
         ))
         .layer(from_fn_with_state(st.clone(), observe::<B>))
@@ -213,7 +227,7 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
 pub fn admin_router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
     Router::new()
         .route("/livez", get(livez))
-        .route("/readyz", get(readyz::<B>))
+        .route("/readyz", get(readyz_with_keys::<B>))
         .route("/metrics", get(metrics::<B>))
         .fallback(not_found)
         .layer(from_fn_with_state(state.clone(), observe::<B>))
@@ -377,6 +391,8 @@ fn ms(d: Option<Duration>) -> Option<f64> {
 struct AccessLog {
     metrics: Arc<Metrics>,
     id: String,
+    /// The client's address (behind a trusted proxy, the one its PROXY header names).
+    peer: Option<std::net::IpAddr>,
     method: axum::http::Method,
     route: &'static str,
     ctx: ReqCtx,
@@ -397,6 +413,7 @@ impl AccessLog {
                     $lvl,
                     request_id = %self.id,
                     caller = info.caller.as_ref().map(Caller::name),
+                    peer = self.peer.map(tracing::field::display),
                     method = %self.method,
                     route = self.route,
                     statement = info.statement,
@@ -413,8 +430,9 @@ impl AccessLog {
         }
         if status >= 500 && status != 503 {
             line!(tracing::Level::WARN)
-        } else if is_probe(self.route) {
-            // Probes are polled constantly (and /readyz answers 503 while loading).
+        } else if is_probe(self.route) || matches!(status, 401 | 429) {
+            // Probes are polled constantly (and /readyz answers 503 while loading); refused
+            // credentials are logged by the token check, at WARN once per address and minute.
             line!(tracing::Level::DEBUG)
         } else {
             line!(tracing::Level::INFO)
@@ -463,6 +481,10 @@ async fn observe_in_span<B: ProofBackend>(
     let mut log = AccessLog {
         metrics: st.metrics.clone(),
         id,
+        peer: req
+            .extensions()
+            .get::<crate::caller::PeerAddress>()
+            .map(|p| p.0.ip()),
         method: req.method().clone(),
         route,
         ctx: ctx.clone(),
@@ -488,41 +510,30 @@ async fn observe_in_span<B: ProofBackend>(
     resp
 }
 
-/// Inside the token check (which names the caller): a caller whose bad requests emptied its
-/// bucket gets 429 before its request is read; every other answer in 4xx takes a token
-/// ([`crate::bad_requests`]). Probes are neither limited nor counted.
-async fn limit_bad_requests<B: ProofBackend>(
+/// Inside the token check: a malformed request (400, 408, 413) takes one from its connection's
+/// allowance, and once that is spent the connection is closed after this response
+/// ([`crate::bad_requests`]). Nothing is refused here, and no other answer is counted: a false
+/// statement (422) or an unknown instance (404) is an answer about the data.
+async fn limit_malformed_requests<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
     req: Request,
     next: Next,
 ) -> Response {
-    if is_probe(route_label(req.uri().path())) {
-        return next.run(req).await;
-    }
-    let caller = req
-        .extensions()
-        .get::<ReqCtx>()
-        .map_or_else(Caller::anonymous, ReqCtx::caller);
-    let key = if caller.is_anonymous() {
-        let peer = req.extensions().get::<crate::caller::PeerAddress>();
-        BucketKey::Address(peer.map(|p| p.0.ip()))
-    } else {
-        BucketKey::Named(caller)
-    };
-    if let Some(wait) = st.bad_requests.refused(&key, Instant::now()) {
-        st.metrics.bad_requests_limited();
-        return ApiError {
-            retry_after: Some(wait.as_secs_f64().ceil().max(1.0) as u64),
-            ..ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too many bad requests from this caller, retry later",
-            )
+    let slot = req.extensions().get::<Arc<ConnectionSlot>>().cloned();
+    let version = req.version();
+    let mut resp = next.run(req).await;
+    let malformed = matches!(
+        resp.status(),
+        StatusCode::BAD_REQUEST | StatusCode::REQUEST_TIMEOUT | StatusCode::PAYLOAD_TOO_LARGE
+    );
+    if let Some(slot) = slot.filter(|_| malformed) {
+        if !slot.malformed_request(&st.malformed_requests, Instant::now()) {
+            st.metrics
+                .connections
+                .closed_malformed
+                .fetch_add(1, Ordering::Relaxed);
+            close_after_response(&mut resp, &slot, version);
         }
-        .into_response();
-    }
-    let resp = next.run(req).await;
-    if resp.status().is_client_error() {
-        st.bad_requests.bad_request(key, Instant::now());
     }
     resp
 }
@@ -718,23 +729,66 @@ async fn livez() -> Response {
     json_response(StatusCode::OK, r#"{"status":"ok"}"#)
 }
 
+/// The API listener's readiness: its status alone. Which keys the server proves with (their
+/// origin tells whether proofs are forgeable) is for the operator: [`readyz_with_keys`] on the
+/// admin listener.
 async fn readyz<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response {
-    if st.is_draining() {
-        json_response(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"draining"}"#)
-    } else if let Some(backend) = st.backend() {
-        // Which keys it proves with, so that a rollout can be checked from the probe.
-        let keys: serde_json::Map<String, serde_json::Value> = backend
-            .keys()
-            .into_iter()
-            .map(|(instance, record)| {
-                let record = serde_json::to_value(record).unwrap_or_default();
-                (instance.key_stem(), record)
-            })
-            .collect();
-        let body = serde_json::json!({ "status": "ready", "keys": keys });
-        json_response(StatusCode::OK, body.to_string())
-    } else {
-        json_response(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"loading"}"#)
+    match st.readiness() {
+        Readiness::Ready(_) => json_response(StatusCode::OK, r#"{"status":"ready"}"#),
+        not_ready => not_ready.into_response(),
+    }
+}
+
+/// The admin listener's readiness: the status and, once ready, which keys each instance is
+/// proved with, so that a rollout can be checked from the probe.
+async fn readyz_with_keys<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response {
+    match st.readiness() {
+        Readiness::Ready(backend) => {
+            let keys: serde_json::Map<String, serde_json::Value> = backend
+                .keys()
+                .into_iter()
+                .map(|(instance, record)| {
+                    let record = serde_json::to_value(record).unwrap_or_default();
+                    (instance.key_stem(), record)
+                })
+                .collect();
+            let body = serde_json::json!({ "status": "ready", "keys": keys });
+            json_response(StatusCode::OK, body.to_string())
+        }
+        not_ready => not_ready.into_response(),
+    }
+}
+
+/// Whether the service takes requests.
+enum Readiness<B> {
+    Ready(Arc<B>),
+    Loading,
+    Draining,
+}
+
+impl<B> IntoResponse for Readiness<B> {
+    fn into_response(self) -> Response {
+        match self {
+            Readiness::Ready(_) => json_response(StatusCode::OK, r#"{"status":"ready"}"#),
+            Readiness::Loading => {
+                json_response(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"loading"}"#)
+            }
+            Readiness::Draining => {
+                json_response(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"draining"}"#)
+            }
+        }
+    }
+}
+
+impl<B: ProofBackend> AppState<B> {
+    fn readiness(&self) -> Readiness<B> {
+        if self.is_draining() {
+            Readiness::Draining
+        } else if let Some(backend) = self.backend() {
+            Readiness::Ready(backend)
+        } else {
+            Readiness::Loading
+        }
     }
 }
 

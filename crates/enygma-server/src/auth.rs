@@ -9,24 +9,36 @@
 //! callers' business), and read on the admin listener instead. A missing or wrong token gets
 //! 401 with `WWW-Authenticate` (RFC 6750) and is counted in `enygma_auth_rejected_total`.
 //!
+//! A failed authentication closes its connection (HTTP/1.1 `Connection: close`, HTTP/2
+//! GOAWAY), so a guesser pays a new connection per guess and passes the connection budget each
+//! time. Failures are counted per client address; past the address's allowance
+//! (`--auth-failure-burst`, `crate::bad_requests`) a failure is answered 429 with
+//! `Retry-After` instead of 401, while a valid token from the same address is still served.
+//! They are logged at DEBUG, and at WARN once per address and minute. While tokens are
+//! required, a connection that has not authenticated is closed after a probe too: probes
+//! cannot keep an unauthenticated connection (and its slot) alive.
+//!
 //! Tokens are kept only as SHA-256 digests. A presented token is hashed and compared with
 //! every digest in constant time (`subtle`), so neither the comparison's time nor an early exit
 //! tells how much of a guess was right, nor its length. The `Authorization` header is removed
 //! from the request here, on every route, so no later stage can log or echo it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use axum::extract::{Request, State};
-use axum::http::header::{AUTHORIZATION, CONNECTION, WWW_AUTHENTICATE};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Version};
+use axum::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use crate::caller::{check_name, Caller, CertificateCaller};
-use crate::transport::ConnectionSlot;
+use crate::bad_requests::AddressAllowances;
+use crate::caller::{check_name, Caller, CertificateCaller, PeerAddress};
+use crate::transport::{close_after_response, ConnectionSlot};
 
 use crate::app::{is_probe, ApiError, ReqCtx};
 use crate::metrics::{AuthFailure, AuthScope, Metrics};
@@ -69,7 +81,19 @@ impl TokenFile {
 
     /// Reads the file again; the whole file is parsed before it replaces the previous tokens,
     /// so on any error they all stay in force. Returns how many tokens are accepted now.
-    pub fn reload(&self) -> Result<usize, String> {
+    ///
+    /// The file's mode is checked first, as at start ([`crate::file_modes`]): a token file
+    /// that others may read is refused unless `allow_shared` (`--allow-shared-secret-files`),
+    /// which only warns.
+    pub fn reload(&self, allow_shared: bool) -> Result<usize, String> {
+        if let Err(e) =
+            crate::file_modes::check(self.flag, &self.path, crate::file_modes::FileKind::Secret)
+        {
+            if !allow_shared {
+                return Err(e);
+            }
+            tracing::warn!("--allow-shared-secret-files: {e}");
+        }
         let entries = read_entries(&self.path, self.flag)?;
         let n = entries.len();
         *self.entries.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(entries);
@@ -150,7 +174,6 @@ fn digest_of(secret: &str) -> Result<[u8; 32], String> {
 fn read_entries(path: &Path, flag: &str) -> Result<Vec<Entry>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{flag} {}: cannot read: {e}", path.display()))?;
-    warn_if_readable_by_others(path, flag);
     let mut entries: Vec<Entry> = Vec::new();
     let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -178,22 +201,6 @@ fn read_entries(path: &Path, flag: &str) -> Result<Vec<Entry>, String> {
     Ok(entries)
 }
 
-fn warn_if_readable_by_others(path: &Path, flag: &str) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(path) {
-            if meta.permissions().mode() & 0o077 != 0 {
-                tracing::warn!(
-                    file = %path.display(),
-                    flag,
-                    "token file is readable by group or others; chmod 600 it"
-                );
-            }
-        }
-    }
-}
-
 /// The token files of the service's scopes; `None` leaves a scope open.
 #[derive(Default)]
 pub struct Auth {
@@ -202,12 +209,12 @@ pub struct Auth {
 }
 
 impl Auth {
-    /// Reloads every token file (SIGHUP). Each file that fails keeps its previous tokens; the
-    /// first error is returned.
-    pub fn reload(&self) -> Result<(), String> {
+    /// Reloads every token file (SIGHUP). Each file that fails (its mode included, unless
+    /// `allow_shared`) keeps its previous tokens; the first error is returned.
+    pub fn reload(&self, allow_shared: bool) -> Result<(), String> {
         let mut first_error = None;
         for file in [&self.api, &self.metrics].into_iter().flatten() {
-            match file.reload() {
+            match file.reload(allow_shared) {
                 Ok(n) => tracing::info!(flag = file.flag, tokens = n, "token file reloaded"),
                 Err(e) => {
                     tracing::error!(error = %e, "token file not reloaded; previous tokens stay in force");
@@ -264,13 +271,14 @@ fn bearer(headers: &HeaderMap) -> Option<Result<&[u8], ()>> {
     }
 }
 
-/// Middleware: refuses a request without a valid token for its route (401), strips the
-/// `Authorization` header from every request, and names the request's caller: the client
-/// certificate's name if the connection has one ([`CertificateCaller`]), else the token's,
-/// else `anonymous`. The caller goes into the request's extensions, its [`ReqCtx`] (the access
-/// log) and its tracing span (field `caller`).
+/// Middleware: refuses a request without a valid token for its route (401, or 429 past the
+/// address's allowance of failures; either closes the connection), strips the `Authorization`
+/// header from every request, and names the request's caller: the client certificate's name if
+/// the connection has one ([`CertificateCaller`]), else the token's, else `anonymous`. The
+/// caller goes into the request's extensions, its [`ReqCtx`] (the access log) and its tracing
+/// span (field `caller`).
 pub async fn check(
-    State((auth, metrics)): State<(Arc<Auth>, Arc<Metrics>)>,
+    State((auth, metrics, failures)): State<(Arc<Auth>, Arc<Metrics>, Arc<AddressAllowances>)>,
     mut req: Request,
     next: Next,
 ) -> Response {
@@ -287,14 +295,15 @@ pub async fn check(
         },
     };
     req.headers_mut().remove(AUTHORIZATION);
-    let http1 = req.version() < Version::HTTP_2;
+    let version = req.version();
+    let slot = req.extensions().get::<Arc<ConnectionSlot>>().cloned();
     match verdict {
         Ok(by_token) => {
             // The connection leaves the unauthenticated budget once it has shown a token, or,
             // when the API needs none, made an API request (a probe shows nothing).
             let path = req.uri().path();
             if by_token.is_some() || (auth.api.is_none() && !is_probe(path)) {
-                if let Some(slot) = req.extensions().get::<Arc<ConnectionSlot>>() {
+                if let Some(slot) = &slot {
                     slot.authenticated();
                 }
             }
@@ -309,26 +318,67 @@ pub async fn check(
                 ctx.set_caller(caller.clone());
             }
             req.extensions_mut().insert(caller);
-            next.run(req).await
+            let mut resp = next.run(req).await;
+            // While tokens are required, probes do not keep a connection that never showed one.
+            if let Some(slot) = slot.filter(|s| auth.api.is_some() && s.is_unauthenticated()) {
+                metrics
+                    .connections
+                    .closed_unauthenticated_probe
+                    .fetch_add(1, Ordering::Relaxed);
+                close_after_response(&mut resp, &slot, version);
+            }
+            resp
         }
         Err((scope, why)) => {
             metrics.auth_rejected(scope, why);
-            let nobody = matches!(required, Some((_, Accepted::Nobody)));
-            let mut resp = if nobody {
-                metrics_closed()
+            let peer = req.extensions().get::<PeerAddress>().map(|p| p.0);
+            let counted = peer.map(|p| failures.failure(&p.ip().to_canonical(), Instant::now()));
+            let peer_text = peer.map_or_else(|| "unknown".to_string(), |p| p.ip().to_string());
+            if counted.is_some_and(|c| c.warn) {
+                tracing::warn!(
+                    peer = %peer_text,
+                    scope = scope.label(),
+                    reason = why.label(),
+                    "authentication failed (further failures from this address this minute at DEBUG)"
+                );
             } else {
-                unauthorized(why)
+                tracing::debug!(peer = %peer_text, scope = scope.label(), reason = why.label(), "authentication failed");
+            }
+            let nobody = matches!(required, Some((_, Accepted::Nobody)));
+            let mut resp = match counted.and_then(|c| c.over) {
+                Some(wait) => {
+                    metrics.auth_failure_limited();
+                    too_many_failures(wait)
+                }
+                None if nobody => metrics_closed(),
+                None => unauthorized(why),
             };
             // A client that presents no or a wrong token gets no second try on this
-            // connection: it cannot hold the connection open by retrying. (HTTP/2 has no such
-            // header; its streams are bounded per connection.)
-            if http1 {
-                resp.headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            // connection: it cannot hold the connection open by retrying.
+            if let Some(slot) = &slot {
+                metrics
+                    .connections
+                    .closed_auth_failure
+                    .fetch_add(1, Ordering::Relaxed);
+                close_after_response(&mut resp, slot, version);
             }
             resp
         }
     }
+}
+
+/// A failed authentication past its address's allowance.
+fn too_many_failures(wait: std::time::Duration) -> Response {
+    let mut resp = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many failed authentications from this address, retry later",
+    )
+    .into_response();
+    resp.headers_mut().insert(
+        RETRY_AFTER,
+        HeaderValue::from(wait.as_secs_f64().ceil().max(1.0) as u64),
+    );
+    resp
 }
 
 /// `/metrics` on the API listener with API tokens but no metrics tokens: no token opens it.
@@ -367,11 +417,43 @@ fn unauthorized(why: AuthFailure) -> Response {
 mod tests {
     use super::*;
 
+    /// An owner-only token file, as the server requires.
     fn file_with(name: &str, content: &str) -> PathBuf {
         let path =
             std::env::temp_dir().join(format!("enygma-tokens-{name}-{}", std::process::id()));
         std::fs::write(&path, content).unwrap();
+        set_mode(&path, 0o600);
         path
+    }
+
+    fn set_mode(path: &Path, mode: u32) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        #[cfg(not(unix))]
+        let _ = (path, mode);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_reload_checks_the_mode_as_the_start_does() {
+        let path = file_with("mode", &format!("bank-a {A}\n"));
+        let tokens = TokenFile::load(&path, "--auth-token-file").unwrap();
+        std::fs::write(&path, format!("bank-b {B}\n")).unwrap();
+        set_mode(&path, 0o644);
+        // Readable by others: refused, the previous tokens stay in force.
+        let err = tokens.reload(false).unwrap_err();
+        assert!(
+            err.contains("--auth-token-file") && err.contains("0644"),
+            "{err}"
+        );
+        assert!(tokens.accepts(A.as_bytes()) && !tokens.accepts(B.as_bytes()));
+        // --allow-shared-secret-files: a warning, and the new tokens.
+        assert_eq!(tokens.reload(true).unwrap(), 1);
+        assert!(tokens.accepts(B.as_bytes()) && !tokens.accepts(A.as_bytes()));
+        let _ = std::fs::remove_file(&path);
     }
 
     const A: &str = "tok-aaaaaaaaaaaaaaaaaaaaaa";
@@ -394,10 +476,10 @@ mod tests {
         }
         // Reload: a rotated file takes effect; a broken one keeps the previous tokens.
         std::fs::write(&path, format!("{B}\n")).unwrap();
-        assert_eq!(tokens.reload().unwrap(), 1);
+        assert_eq!(tokens.reload(false).unwrap(), 1);
         assert!(!tokens.accepts(A.as_bytes()) && tokens.accepts(B.as_bytes()));
         std::fs::write(&path, "short\n").unwrap();
-        assert!(tokens.reload().is_err());
+        assert!(tokens.reload(false).is_err());
         assert!(tokens.accepts(B.as_bytes()));
         let _ = std::fs::remove_file(&path);
     }
@@ -478,7 +560,7 @@ bank d {A}
             ),
         )
         .unwrap();
-        let err = tokens.reload().unwrap_err();
+        let err = tokens.reload(false).unwrap_err();
         assert!(err.contains("line 3"), "{err}");
         assert_eq!(tokens.identify(A.as_bytes()).unwrap().name(), "bank-a");
         assert!(tokens.identify(B.as_bytes()).is_none());

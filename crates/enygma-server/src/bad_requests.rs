@@ -1,98 +1,151 @@
-//! Repeated bad requests from one caller are slowed down: each answer in 4xx (after the token
-//! check) takes a token from the caller's bucket, and a caller whose bucket is empty gets 429
-//! with `Retry-After` before its request is read or checked, until the bucket refills. So a
-//! client that sends malformed or failing requests in a loop cannot keep the request checks
-//! busy and take the CPU from the proofs; a caller that sends good requests never drains it.
+//! What a client may cost the service without sending a statement, and what happens past it.
 //!
-//! Buckets are per caller name (a token or client certificate names it), or per IP address for
-//! anonymous callers. A token bucket is a few lines here rather than a crate (`governor` keys a
-//! limit by request, not by outcome: it cannot take a token after the answer is known).
+//! A false statement (422) or an unknown instance (404) is an answer about the data: a gateway
+//! cannot know in advance which of its users' statements are false (that is what the prover
+//! checks), so neither is ever counted, and no limit here ever refuses a request before it is
+//! read. Two things are counted:
+//!
+//! - **Malformed requests** (400, 408, 413: a body that is not a request, arrives too slowly or
+//!   is too large), per connection: each takes a token from the connection's [`Allowance`]
+//!   (`--bad-request-burst` at once, refilled at `--bad-request-rate` per second); once it is
+//!   spent, the connection is closed after that response (HTTP/1.1 `Connection: close`,
+//!   HTTP/2 GOAWAY: the requests in progress on it are still answered). The client must open
+//!   a new connection, and so pass the connection budget again; nothing it or anyone else sends
+//!   later is refused. A per-connection allowance rather than a per-caller one, because one
+//!   caller (a bank's gateway) carries many users: one user's garbage must not cost the
+//!   others.
+//! - **Failed authentication** (401), per client address ([`AddressAllowances`]): a failure
+//!   always closes its connection; past the address's allowance (`--auth-failure-burst`,
+//!   refilled at `--auth-failure-rate`), a failure is answered 429 with `Retry-After` instead
+//!   of 401. A valid token is never refused, so clients sharing an address with a guesser are
+//!   served. Failures are logged at DEBUG, and at WARN once per address and minute.
+//!
+//! A token bucket is a few lines here rather than a crate (`governor` keys a limit by request,
+//! not by outcome: it cannot take a token after the answer is known).
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::caller::Caller;
-
-/// Whose bucket a request draws from.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum BucketKey {
-    Named(Caller),
-    /// An anonymous caller, by its address (`None`: unknown, one shared bucket).
-    Address(Option<IpAddr>),
-}
-
-/// Most buckets held; past it, the full ones (callers with no recent bad request) are dropped.
-const MAX_BUCKETS: usize = 16 * 1024;
-
-/// `--bad-request-burst` bad requests at once, refilled at `--bad-request-rate` per second.
-pub struct BadRequestLimit {
+/// A token bucket's settings: `burst` tokens at once, refilled at `per_second`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Allowance {
     burst: f64,
     per_second: f64,
-    buckets: Mutex<HashMap<BucketKey, Bucket>>,
 }
 
+/// The state of one bucket (`None`: full, never drawn from).
 #[derive(Clone, Copy, Debug)]
-struct Bucket {
+pub struct Bucket {
     tokens: f64,
     at: Instant,
 }
 
-impl BadRequestLimit {
-    /// A bucket of `burst` tokens (0 turns the limit off) that refills one token per `refill`.
+impl Allowance {
+    /// `burst` tokens (0 turns the limit off), one refilled per `refill`.
     pub fn new(burst: u32, refill: Duration) -> Self {
-        BadRequestLimit {
+        Allowance {
             burst: f64::from(burst),
             per_second: 1.0 / refill.as_secs_f64().max(1e-9),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.burst > 0.0
+    }
+
+    fn level(&self, bucket: Option<&Bucket>, now: Instant) -> f64 {
+        bucket.map_or(self.burst, |b| {
+            let refilled = now.saturating_duration_since(b.at).as_secs_f64() * self.per_second;
+            (b.tokens + refilled).min(self.burst)
+        })
+    }
+
+    /// Takes a token from `bucket`: `false` when there was none left (off: always `true`).
+    pub fn take(&self, bucket: &mut Option<Bucket>, now: Instant) -> bool {
+        if !self.enabled() {
+            return true;
+        }
+        let level = self.level(bucket.as_ref(), now);
+        let had_one = level >= 1.0;
+        *bucket = Some(Bucket {
+            tokens: (level - 1.0).max(0.0),
+            at: now,
+        });
+        had_one
+    }
+
+    /// How long until `bucket` holds a token again (at most an hour: a rate of 0 must not
+    /// overflow a `Duration`).
+    pub fn refill_time(&self, bucket: Option<&Bucket>, now: Instant) -> Duration {
+        let missing = (1.0 - self.level(bucket, now)).max(0.0);
+        Duration::from_secs_f64((missing / self.per_second).min(3600.0))
+    }
+}
+
+/// Most buckets held; past it, the full ones (addresses with no recent failure) are dropped.
+const MAX_BUCKETS: usize = 16 * 1024;
+
+/// How often a key's failures reach a WARN line.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// One [`Allowance`] per key (a client address).
+pub struct AddressAllowances<K = IpAddr> {
+    allowance: Allowance,
+    buckets: Mutex<HashMap<K, Entry>>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    bucket: Option<Bucket>,
+    warned: Option<Instant>,
+}
+
+/// The outcome of one counted failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counted {
+    /// `Some(retry after)` once the key's allowance is spent.
+    pub over: Option<Duration>,
+    /// This failure is the key's first in [`WARN_EVERY`]: worth a WARN line.
+    pub warn: bool,
+}
+
+impl<K: Eq + Hash + Clone> AddressAllowances<K> {
+    pub fn new(allowance: Allowance) -> Self {
+        AddressAllowances {
+            allowance,
             buckets: Mutex::new(HashMap::new()),
         }
     }
 
-    fn enabled(&self) -> bool {
-        self.burst > 0.0
-    }
-
-    fn level(&self, bucket: &Bucket, now: Instant) -> f64 {
-        let refilled = now.saturating_duration_since(bucket.at).as_secs_f64() * self.per_second;
-        (bucket.tokens + refilled).min(self.burst)
-    }
-
-    /// `Some(retry after)` when `key`'s bucket is empty: the request is refused.
-    pub fn refused(&self, key: &BucketKey, now: Instant) -> Option<Duration> {
-        if !self.enabled() {
-            return None;
-        }
-        let buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        let level = self.level(buckets.get(key)?, now);
-        if level >= 1.0 {
-            return None;
-        }
-        // At most an hour: a rate of 0 (no refill) must not overflow a Duration.
-        let wait = ((1.0 - level) / self.per_second).min(3600.0);
-        Some(Duration::from_secs_f64(wait))
-    }
-
-    /// Takes a token from `key`'s bucket: its request was answered with a 4xx.
-    pub fn bad_request(&self, key: BucketKey, now: Instant) {
-        if !self.enabled() {
-            return;
-        }
+    /// Counts one failure of `key`.
+    pub fn failure(&self, key: &K, now: Instant) -> Counted {
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(&key) {
-            buckets.retain(|_, b| self.level(b, now) < self.burst);
-            if buckets.len() >= MAX_BUCKETS {
-                return;
-            }
+        if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(key) {
+            let allowance = self.allowance;
+            buckets.retain(|_, e| {
+                allowance.level(e.bucket.as_ref(), now) < allowance.burst
+                    || e.warned.is_some_and(|w| now.duration_since(w) < WARN_EVERY)
+            });
         }
-        let level = buckets.get(&key).map_or(self.burst, |b| self.level(b, now));
-        buckets.insert(
-            key,
-            Bucket {
-                tokens: (level - 1.0).max(0.0),
-                at: now,
-            },
-        );
+        let mut entry = buckets.get(key).copied().unwrap_or(Entry {
+            bucket: None,
+            warned: None,
+        });
+        let within = self.allowance.take(&mut entry.bucket, now);
+        let warn = entry
+            .warned
+            .is_none_or(|w| now.saturating_duration_since(w) >= WARN_EVERY);
+        if warn {
+            entry.warned = Some(now);
+        }
+        let over = (!within).then(|| self.allowance.refill_time(entry.bucket.as_ref(), now));
+        if buckets.len() < MAX_BUCKETS || buckets.contains_key(key) {
+            buckets.insert(key.clone(), entry);
+        }
+        Counted { over, warn }
     }
 }
 
@@ -101,28 +154,61 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_burst_then_the_refill_rate() {
-        let limit = BadRequestLimit::new(3, Duration::from_millis(500));
-        let a = BucketKey::Address(Some("127.0.0.1".parse().unwrap()));
-        let b = BucketKey::Named(crate::caller::check_name("bank-b").unwrap());
+    fn an_allowance_gives_its_burst_then_its_refill_rate() {
+        let allowance = Allowance::new(3, Duration::from_millis(500));
+        let mut bucket = None;
         let t0 = Instant::now();
         for _ in 0..3 {
-            assert_eq!(limit.refused(&a, t0), None);
-            limit.bad_request(a.clone(), t0);
+            assert!(allowance.take(&mut bucket, t0));
         }
-        // Empty: refused for half a second (one token at 2/s), then one more bad request.
-        let wait = limit.refused(&a, t0).unwrap();
+        assert!(!allowance.take(&mut bucket, t0));
+        // Spent: one token at 2/s takes half a second.
+        let wait = allowance.refill_time(bucket.as_ref(), t0);
         assert!((wait.as_secs_f64() - 0.5).abs() < 1e-6, "{wait:?}");
-        assert!(limit.refused(&a, t0 + Duration::from_millis(400)).is_some());
-        let t1 = t0 + Duration::from_millis(500);
-        assert_eq!(limit.refused(&a, t1), None);
-        limit.bad_request(a.clone(), t1);
-        assert!(limit.refused(&a, t1).is_some());
-        // Another caller has its own bucket.
-        assert_eq!(limit.refused(&b, t1), None);
-        // Off: never refused.
-        let off = BadRequestLimit::new(0, Duration::from_millis(500));
-        off.bad_request(a.clone(), t0);
-        assert_eq!(off.refused(&a, t0), None);
+        assert!(!allowance.take(&mut bucket, t0 + Duration::from_millis(400)));
+        let t1 = t0 + Duration::from_millis(1500);
+        assert!(allowance.take(&mut bucket, t1));
+        // Off: never spent.
+        let off = Allowance::new(0, Duration::from_millis(500));
+        let mut bucket = None;
+        for _ in 0..100 {
+            assert!(off.take(&mut bucket, t0));
+        }
+    }
+
+    #[test]
+    fn failures_are_counted_per_address_and_warned_once_a_minute() {
+        let limit = AddressAllowances::new(Allowance::new(2, Duration::from_secs(1)));
+        let a: IpAddr = "127.0.0.1".parse().unwrap();
+        let b: IpAddr = "127.0.0.2".parse().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(
+            limit.failure(&a, t0),
+            Counted {
+                over: None,
+                warn: true
+            }
+        );
+        assert_eq!(
+            limit.failure(&a, t0),
+            Counted {
+                over: None,
+                warn: false
+            }
+        );
+        let third = limit.failure(&a, t0);
+        assert_eq!(third.over, Some(Duration::from_secs(1)));
+        assert!(!third.warn);
+        // Another address has its own allowance.
+        assert_eq!(limit.failure(&b, t0).over, None);
+        // A minute later: refilled, and worth a WARN line again.
+        let later = limit.failure(&a, t0 + WARN_EVERY);
+        assert_eq!(
+            later,
+            Counted {
+                over: None,
+                warn: true
+            }
+        );
     }
 }

@@ -175,15 +175,26 @@ pub struct Args {
     #[arg(long, env = "ENYGMA_CHECK_QUEUE_DEPTH")]
     pub check_queue_depth: Option<u32>,
 
-    /// Bad requests (answers in 4xx after the token check) one caller may send at once before
-    /// it gets 429 with `Retry-After`; per caller name, or per IP address for anonymous callers.
-    /// 0 turns the limit off.
+    /// Malformed requests (answered 400, 408 or 413) one connection may send at once; past
+    /// it the connection is closed after that answer (the requests in progress on it are still
+    /// answered) and the client must reconnect. Never counts a false statement (422) or an
+    /// unknown instance (404), and never refuses a request. 0 turns the limit off.
     #[arg(long, env = "ENYGMA_BAD_REQUEST_BURST", default_value_t = 20)]
     pub bad_request_burst: u32,
 
-    /// Bad requests per second a caller's allowance refills at, after its burst.
+    /// Malformed requests per second a connection's allowance refills at, after its burst.
     #[arg(long, env = "ENYGMA_BAD_REQUEST_RATE", default_value_t = 2.0)]
     pub bad_request_rate: f64,
+
+    /// Failed authentications (401) one client address may cause at once; past it a failure
+    /// is answered 429 with `Retry-After` instead of 401 (a valid token from that address is
+    /// still served). Every failure closes its connection. 0 turns the 429 off.
+    #[arg(long, env = "ENYGMA_AUTH_FAILURE_BURST", default_value_t = 20)]
+    pub auth_failure_burst: u32,
+
+    /// Failed authentications per second an address's allowance refills at, after its burst.
+    #[arg(long, env = "ENYGMA_AUTH_FAILURE_RATE", default_value_t = 1.0)]
+    pub auth_failure_rate: f64,
 
     /// How proving slots are given out: `fair`, a queue per caller (named by its token or
     /// client certificate; unnamed callers share the `anonymous` queue) served by weighted
@@ -221,6 +232,15 @@ pub struct Args {
 
     #[command(flatten)]
     pub access: AccessArgs,
+}
+
+/// The time one token of an allowance refilled at `per_second` takes (none: never).
+fn refill_time(per_second: f64) -> Duration {
+    if per_second > 0.0 {
+        Duration::from_secs_f64(1.0 / per_second)
+    } else {
+        Duration::MAX
+    }
 }
 
 /// `--admin-bind`'s default: loopback, so that nothing but the host (the kubelet's exec, a
@@ -268,6 +288,9 @@ pub struct AdmissionConfig {
     /// ([`crate::bad_requests`]).
     pub bad_request_burst: u32,
     pub bad_request_refill: Duration,
+    /// `--auth-failure-burst`, and the time `--auth-failure-rate` refills one token in.
+    pub auth_failure_burst: u32,
+    pub auth_failure_refill: Duration,
 }
 
 /// `--admission`.
@@ -511,11 +534,9 @@ impl Args {
             check_threads: self.check_threads.map_or(cpus, |n| n as usize),
             check_queue_depth: self.check_queue_depth.map_or(queue_depth, |n| n as usize),
             bad_request_burst: self.bad_request_burst,
-            bad_request_refill: if self.bad_request_rate > 0.0 {
-                Duration::from_secs_f64(1.0 / self.bad_request_rate)
-            } else {
-                Duration::MAX
-            },
+            bad_request_refill: refill_time(self.bad_request_rate),
+            auth_failure_burst: self.auth_failure_burst,
+            auth_failure_refill: refill_time(self.auth_failure_rate),
             fair: (self.admission == AdmissionMode::Fair).then(|| FairConfig {
                 weights: self.caller_weights.clone(),
                 callers: Vec::new(),
@@ -582,6 +603,17 @@ pub struct AccessArgs {
     )]
     pub tls_client_names: Option<PathBuf>,
 
+    /// Refuse client certificates that these certificate revocation lists (PEM, from the
+    /// client CA) revoke, at the handshake; on SIGHUP the lists are read again and the open
+    /// connections of the certificates they now revoke are closed. Needs --tls-client-ca.
+    #[arg(
+        long,
+        env = "ENYGMA_CLIENT_CRL",
+        requires = "tls_client_ca",
+        value_name = "FILE"
+    )]
+    pub client_crl: Option<PathBuf>,
+
     /// Require `Authorization: Bearer <token>` with one of these tokens on every route but
     /// /healthcheck, /livez, /readyz and /metrics. One caller a line: `NAME TOKEN`, `NAME
     /// sha256:HEX` (the token's SHA-256 digest) or a bare `TOKEN` (an anonymous caller); blank
@@ -634,8 +666,10 @@ pub struct AccessArgs {
 
     /// Most connections on which no request has passed authentication yet (a valid bearer
     /// token; with mTLS, the client certificate at the handshake; without tokens, any request
-    /// but a probe); past it new clients wait in the accept backlog, so that such connections
-    /// never hold the slots of those that authenticated [default: half of --max-connections].
+    /// but a probe), at most --max-connections - 1; past it a newcomer takes the place of the
+    /// oldest such connection without a request in progress (closed at once), so that they
+    /// never hold the slots of those that authenticated nor keep a newcomer out [default: half
+    /// of --max-connections].
     #[arg(long, env = "ENYGMA_MAX_UNAUTHENTICATED_CONNECTIONS",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_unauthenticated_connections: Option<u32>,
@@ -653,11 +687,35 @@ pub struct AccessArgs {
           value_parser = parse_nonzero_duration)]
     pub max_connection_age: Duration,
 
+    /// A connection on which no request has authenticated within this time of its accept (a
+    /// valid bearer token; with mTLS, the client certificate at the handshake; without tokens,
+    /// any request but a probe) is closed, whatever it does meanwhile.
+    #[arg(long, env = "ENYGMA_UNAUTHENTICATED_TIMEOUT", default_value = "10s",
+          value_parser = parse_nonzero_duration)]
+    pub unauthenticated_timeout: Duration,
+
+    /// Proxies (addresses or networks, comma-separated: `10.0.0.0/8,192.168.1.10`) whose
+    /// connections start with a PROXY protocol header (v1 or v2, e.g. HAProxy's `send-proxy-v2`):
+    /// the client address it names counts for --max-connections-per-ip, the failed
+    /// authentications and the logs. A connection from them without a valid header is closed;
+    /// other clients' connections are read as they are [default: none].
+    #[arg(long, env = "ENYGMA_PROXY_PROTOCOL_FROM", value_name = "CIDR",
+          value_delimiter = ',', value_parser = parse_network)]
+    pub proxy_protocol_from: Vec<ipnet::IpNet>,
+
     /// Start even when the TLS private key or a token file is readable by group or others, or
     /// a proving key is writable by them (a warning instead of a refusal): for the setups whose
     /// files cannot be owner-only, e.g. a Kubernetes Secret volume mounted with `fsGroup`.
     #[arg(long, env = "ENYGMA_ALLOW_SHARED_SECRET_FILES")]
     pub allow_shared_secret_files: bool,
+}
+
+/// `--proxy-protocol-from`: a network (`10.0.0.0/8`) or one address.
+fn parse_network(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("expected an address or a network (10.0.0.0/8, ::1): {s:?}"))
 }
 
 /// A duration flag that must be more than zero.
@@ -677,14 +735,18 @@ impl AccessArgs {
             max_connections: self.max_connections as usize,
             max_header_bytes: self.max_header_bytes as usize,
             http2_max_streams: self.http2_max_streams,
+            // At most all but one of the connections: a newcomer needs a free slot to be
+            // accepted into before it can take an unauthenticated connection's place.
             max_unauthenticated: self
                 .max_unauthenticated_connections
                 .map_or(self.max_connections.div_ceil(2), |n| {
-                    n.min(self.max_connections)
+                    n.min(self.max_connections.saturating_sub(1)).max(1)
                 }) as usize,
             max_connections_per_ip: self.max_connections_per_ip as usize,
             tls_handshake_timeout: self.tls_handshake_timeout,
             max_connection_age: self.max_connection_age,
+            unauthenticated_timeout: self.unauthenticated_timeout,
+            trusted_proxies: self.proxy_protocol_from.clone(),
             early_answer_drain_bytes: crate::transport::Limits::default().early_answer_drain_bytes,
         }
     }
@@ -696,6 +758,7 @@ impl AccessArgs {
             key: self.tls_key.clone()?,
             client_ca: self.tls_client_ca.clone(),
             client_names: self.tls_client_names.clone(),
+            client_crl: self.client_crl.clone(),
         })
     }
 

@@ -6,12 +6,15 @@
 //! so reading one is harmless; what matters is who can replace it, since a swapped key makes
 //! the server prove against parameters someone else chose. Write by others is refused; write by
 //! the group is not, because a checkout under the common umask 002 (a private group per user)
-//! is group-writable. Secrets are refused at any group or other permission (`chmod 600`, or
-//! `400`).
+//! is group-writable. Secrets are refused at any permission for others, and at any group
+//! permission unless the file's group is the server's own (its effective group id, not root's)
+//! and it may only read: a Kubernetes Secret volume mounted with `fsGroup` is group readable
+//! (`0440`) whatever its `defaultMode`, and with `runAsGroup` equal to `fsGroup` that group is
+//! the server's alone. Otherwise `chmod 600` (or `400`). The token files are checked again on
+//! every reload (SIGHUP), by the same rule.
 //!
 //! `--allow-shared-secret-files` turns the refusals into warnings, for the setups whose
-//! files cannot be owner-only: a Kubernetes Secret volume mounted with `fsGroup` is group
-//! readable (`0440`) whatever its `defaultMode`.
+//! files cannot be made to pass.
 
 use std::path::{Path, PathBuf};
 
@@ -50,8 +53,16 @@ pub fn check(flag: &str, path: &Path, kind: FileKind) -> Result<(), String> {
         let Ok(meta) = std::fs::metadata(path) else {
             return Ok(());
         };
+        use std::os::unix::fs::MetadataExt;
         let mode = meta.permissions().mode() & 0o777;
-        if mode & kind.forbidden_bits() != 0 {
+        // SAFETY: getegid has no preconditions and cannot fail.
+        let own_group = unsafe { libc::getegid() };
+        let forbidden = match kind {
+            // Read by the server's own group (not root's): the fsGroup of a Secret volume.
+            FileKind::Secret if meta.gid() == own_group && own_group != 0 => 0o037,
+            _ => kind.forbidden_bits(),
+        };
+        if mode & forbidden != 0 {
             return Err(format!(
                 "{flag} {}: mode {mode:04o} lets {}; fix: {} (or start with \
                  --allow-shared-secret-files where the mode cannot be changed)",
@@ -111,6 +122,15 @@ mod tests {
             (0o666, false, false),
         ] {
             let path = file_with_mode(&dir, &format!("f{mode:o}"), mode);
+            // Group read is allowed when the group is the server's own and not root's (as
+            // root, a new file's group is root's: refused).
+            let own_group = {
+                use std::os::unix::fs::MetadataExt;
+                // SAFETY: getegid has no preconditions and cannot fail.
+                let egid = unsafe { libc::getegid() };
+                std::fs::metadata(&path).unwrap().gid() == egid && egid != 0
+            };
+            let secret_ok = secret_ok || (own_group && mode & 0o037 == 0);
             let secret = check("--auth-token-file", &path, FileKind::Secret);
             assert_eq!(secret.is_ok(), secret_ok, "{mode:o}: {secret:?}");
             let key = check("--keys-dir", &path, FileKind::ProvingKey);

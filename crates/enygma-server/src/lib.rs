@@ -81,14 +81,17 @@
 //! # Transport and access control
 //! [`transport`] runs the connections (HTTP/1.1 and HTTP/2, TLS from [`tls`], the connection
 //! budget with its per-address cap and its share for unauthenticated connections, handshake,
-//! header and body deadlines, the maximum connection age, graceful drain); [`auth`] checks bearer tokens right inside
+//! header and body deadlines, the maximum connection age, graceful drain, PROXY headers of
+//! trusted proxies); [`bad_requests`] says what a client may cost without sending a statement;
+//! [`auth`] checks bearer tokens right inside
 //! the observer, before any other stage, so a refused request is logged and counted but never
 //! reads its body or takes a queue place. See `docs/security.md` for the threat model.
 //!
 //! # Observability
 //! One log line per request (target `enygma_server::access`; text or JSON): request id (an
-//! incoming `X-Request-Id` is honoured and echoed), route, statement, k, status, and queue / witness /
-//! prove / total milliseconds. Proving responses carry
+//! incoming `X-Request-Id` is honoured and echoed), caller, client address, route, statement, k,
+//! status, and queue / witness / prove / total milliseconds; 401 and 429 at DEBUG (the token
+//! check logs failures at WARN once per address and minute). Proving responses carry
 //! `Server-Timing: queue;dur=.., witness;dur=.., prove;dur=.., total;dur=..`. Request bodies and
 //! secret values never reach a log line, an error message or a metric label: the server never
 //! logs a body, error messages come from the prover's field/check names, and metric labels come

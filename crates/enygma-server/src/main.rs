@@ -204,6 +204,7 @@ async fn run(args: Args) -> Exit {
         tls.clone(),
         auth.clone(),
         state.metrics.clone(),
+        access.allow_shared_secret_files,
     ));
     let listener = match tokio::net::TcpListener::bind((args.bind, args.port)).await {
         Ok(l) => l,

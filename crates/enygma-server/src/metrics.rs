@@ -193,6 +193,20 @@ pub struct ConnectionCounters {
     pub waits_for_unauthenticated: AtomicU64,
     /// Closed gracefully for their age (`--max-connection-age`).
     pub aged_out: AtomicU64,
+    /// Unauthenticated connections closed for a newcomer (the budget was full).
+    pub evicted: AtomicU64,
+    /// Closed for not authenticating within `--unauthenticated-timeout`.
+    pub unauthenticated_timed_out: AtomicU64,
+    /// Closed after their allowance of malformed requests was spent.
+    pub closed_malformed: AtomicU64,
+    /// Closed after a failed authentication.
+    pub closed_auth_failure: AtomicU64,
+    /// Closed after a probe, never having authenticated while credentials are required.
+    pub closed_unauthenticated_probe: AtomicU64,
+    /// Connections from a trusted proxy without a valid PROXY header.
+    pub proxy_header_failures: AtomicU64,
+    /// Closed because a reloaded `--client-crl` revokes their client certificate.
+    pub closed_revoked: AtomicU64,
 }
 
 /// The witness and prove times of one statement instance.
@@ -235,8 +249,8 @@ pub struct Metrics {
     proof_panics: AtomicU64,
     /// Proving requests refused because the request checks' pool and queue were full.
     checks_refused: AtomicU64,
-    /// Requests refused with 429: their caller sent too many bad requests.
-    bad_requests_limited: AtomicU64,
+    /// Failed authentications answered 429: their address had spent its allowance.
+    auth_failures_limited: AtomicU64,
     /// Indexed by [`AuthScope`], then [`AuthFailure`].
     auth_rejected: [[AtomicU64; 2]; 2],
     pub connections: ConnectionCounters,
@@ -292,7 +306,7 @@ impl Metrics {
             proofs_discarded: AtomicU64::new(0),
             proof_panics: AtomicU64::new(0),
             checks_refused: AtomicU64::new(0),
-            bad_requests_limited: AtomicU64::new(0),
+            auth_failures_limited: AtomicU64::new(0),
             auth_rejected: Default::default(),
             connections: ConnectionCounters::default(),
             tables: hosted
@@ -385,9 +399,9 @@ impl Metrics {
     }
 
     /// Records a proof of a hosted instance (others are not counted).
-    /// A request refused with 429 ([`crate::bad_requests`]).
-    pub fn bad_requests_limited(&self) {
-        self.bad_requests_limited.fetch_add(1, Ordering::Relaxed);
+    /// A failed authentication answered 429 ([`crate::bad_requests`]).
+    pub fn auth_failure_limited(&self) {
+        self.auth_failures_limited.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A proving request refused before its checks: their pool and queue were full.
@@ -480,17 +494,6 @@ impl Metrics {
             o,
             "enygma_check_refused_total {}",
             self.checks_refused.load(Ordering::Relaxed)
-        );
-        header(
-            o,
-            "enygma_bad_requests_limited_total",
-            "counter",
-            "Requests refused with 429 because their caller sent too many bad requests.",
-        );
-        let _ = writeln!(
-            o,
-            "enygma_bad_requests_limited_total {}",
-            self.bad_requests_limited.load(Ordering::Relaxed)
         );
         self.render_access(o);
         out
@@ -865,6 +868,27 @@ impl Metrics {
         let _ = writeln!(o, "enygma_connections_aged_out_total {}", load(&c.aged_out));
         header(
             o,
+            "enygma_connections_closed_total",
+            "counter",
+            "Connections the service closed, by reason (evicted: unauthenticated, for a newcomer; unauthenticated_timeout: --unauthenticated-timeout; malformed_requests: their allowance of 400/408/413 spent; auth_failure: after a 401 or 429; unauthenticated_probe: a probe on a connection that never authenticated while credentials are required; proxy_header: a trusted proxy's connection without a valid PROXY header; revoked: a reloaded --client-crl revokes its client certificate).",
+        );
+        for (reason, value) in [
+            ("evicted", &c.evicted),
+            ("unauthenticated_timeout", &c.unauthenticated_timed_out),
+            ("malformed_requests", &c.closed_malformed),
+            ("auth_failure", &c.closed_auth_failure),
+            ("unauthenticated_probe", &c.closed_unauthenticated_probe),
+            ("proxy_header", &c.proxy_header_failures),
+            ("revoked", &c.closed_revoked),
+        ] {
+            let _ = writeln!(
+                o,
+                "enygma_connections_closed_total{{reason=\"{reason}\"}} {}",
+                load(value)
+            );
+        }
+        header(
+            o,
             "enygma_tls_reloads_total",
             "counter",
             "Reloads of the TLS certificate, key and client CA (SIGHUP) by result; a failed reload keeps the previous ones.",
@@ -896,6 +920,17 @@ impl Metrics {
                 );
             }
         }
+        header(
+            o,
+            "enygma_auth_failures_limited_total",
+            "counter",
+            "Failed authentications answered 429 instead of 401: their client address had spent its allowance (--auth-failure-burst).",
+        );
+        let _ = writeln!(
+            o,
+            "enygma_auth_failures_limited_total {}",
+            load(&self.auth_failures_limited)
+        );
     }
 }
 

@@ -278,10 +278,11 @@ fn shared_responses() -> Value {
              --queue-timeout; or the request checks' own queue is full; or the keys are still \
              loading. Retry after Retry-After.",
             error.clone(), &["Retry-After"]),
-        "TooManyBadRequests": json_response(
-            "This caller (its token's name; anonymous callers by address) had too many answers \
-             in 4xx lately (--bad-request-burst, --bad-request-rate): refused before the request \
-             is read. Retry after Retry-After.",
+        "TooManyFailedAuthentications": json_response(
+            "A missing or wrong token from a client address that has spent its allowance of \
+             failed authentications (--auth-failure-burst, --auth-failure-rate): answered \
+             instead of 401, and the connection is closed. A valid token is never refused. \
+             Retry after Retry-After.",
             error.clone(), &["Retry-After"]),
         "QueueTimeout": json_response(
             "Waited longer than --queue-timeout for a slot.",
@@ -342,7 +343,7 @@ fn prove_operation(instance: &Instance, stem: &str) -> Value {
             "408": response_ref("RequestTimeout"),
             "413": response_ref("PayloadTooLarge"),
             "422": response_ref("CheckFailed"),
-            "429": response_ref("TooManyBadRequests"),
+            "429": response_ref("TooManyFailedAuthentications"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
             "500": response_ref("Internal"),
             "503": response_ref("Unavailable"),
@@ -382,7 +383,7 @@ fn verify_operation(instance: &Instance, stem: &str) -> Value {
             "404": not_hosted(instance),
             "408": response_ref("RequestTimeout"),
             "413": response_ref("PayloadTooLarge"),
-            "429": response_ref("TooManyBadRequests"),
+            "429": response_ref("TooManyFailedAuthentications"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
             "500": response_ref("Internal"),
             "503": response_ref("Unavailable"),
@@ -431,13 +432,14 @@ fn other_k_operation(name: &str, action: &str, sizes: &std::ops::RangeInclusive<
                 &[],
             ),
             "401": response_ref("Unauthorized"),
-            "429": response_ref("TooManyBadRequests"),
+            "429": response_ref("TooManyFailedAuthentications"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
         },
     })
 }
 
-/// `/readyz`'s 200 body: the status and each loaded key's record (`enygma_prover::keys::KeyRecord`).
+/// `/readyz`'s 200 body: the status, and on the admin listener each loaded key's record
+/// (`enygma_prover::keys::KeyRecord`).
 fn ready_body() -> Value {
     let origin = json!({
         "type": "object",
@@ -454,7 +456,7 @@ fn ready_body() -> Value {
     });
     json!({
         "type": "object",
-        "required": ["status", "keys"],
+        "required": ["status"],
         "properties": {
             "status": { "type": "string", "enum": ["ready"] },
             "keys": {
@@ -537,8 +539,9 @@ fn service_operations() -> Vec<(&'static str, Value)> {
                  draining; open",
                 json!({
                     "200": json_response(
-                        "Ready to prove, with the keys it proves with: per key stem, the key's \
-                         origin (who could forge proofs) and the QAP reduction it is for.",
+                        "Ready to prove. The API listener answers the status alone; the admin \
+                         listener adds the keys it proves with: per key stem, the key's origin \
+                         (who could forge proofs) and the QAP reduction it is for.",
                         ready_body(),
                         &[],
                     ),
@@ -585,7 +588,7 @@ fn service_operations() -> Vec<(&'static str, Value)> {
                         &[],
                     ),
                     "401": response_ref("Unauthorized"),
-                    "429": response_ref("TooManyBadRequests"),
+                    "429": response_ref("TooManyFailedAuthentications"),
                     "431": too_large,
                     "500": response_ref("Internal"),
                 },

@@ -68,7 +68,12 @@ where
 /// The admin listener keeps answering while the API listener drains (so the orchestrator sees
 /// `/readyz` 503 `draining` and Prometheus scrapes the last proofs), and stops once the API
 /// listener has stopped. It has its own small connection cap ([`ADMIN_MAX_CONNECTIONS`]), so
-/// API clients can never take the probes' connections, nor the other way round.
+/// API clients can never take the probes' connections, nor the other way round. Nobody
+/// authenticates there, so every admin connection counts as unauthenticated: a newcomer takes
+/// the place of the oldest idle one when the cap is reached, one address holds at most
+/// [`ADMIN_MAX_CONNECTIONS_PER_IP`], and a connection is closed after [`ADMIN_IDLE_TIMEOUT`]
+/// idle and that long after its accept. Idle keep-alive connections cannot keep the kubelet's
+/// probe out.
 pub async fn serve_with_admin<B, L, S>(
     listener: TcpListener,
     admin: Option<TcpListener>,
@@ -87,6 +92,12 @@ where
     let admin_task = admin.map(|admin| {
         let limits = Limits {
             max_connections: ADMIN_MAX_CONNECTIONS,
+            // All but one: the newcomer's slot, from which it evicts the oldest idle one.
+            max_unauthenticated: ADMIN_MAX_CONNECTIONS - 1,
+            max_connections_per_ip: ADMIN_MAX_CONNECTIONS_PER_IP,
+            header_read_timeout: transport.limits.header_read_timeout.min(ADMIN_IDLE_TIMEOUT),
+            unauthenticated_timeout: ADMIN_IDLE_TIMEOUT,
+            trusted_proxies: Vec::new(),
             ..transport.limits.clone()
         };
         tokio::spawn(serve_connections(
@@ -113,6 +124,14 @@ where
 /// Most connections open at once on the admin listener: a kubelet's probes and a few
 /// Prometheus servers need a handful.
 pub const ADMIN_MAX_CONNECTIONS: usize = 64;
+
+/// Most admin connections from one address: a kubelet and a Prometheus server need one or two
+/// each.
+pub const ADMIN_MAX_CONNECTIONS_PER_IP: usize = 8;
+
+/// How long an admin connection may stay idle, and open at all: a probe or a scrape takes
+/// milliseconds.
+pub const ADMIN_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long the admin listener's open connections get to close once the API has stopped.
 const ADMIN_STOP_GRACE: Duration = Duration::from_secs(2);
@@ -240,7 +259,9 @@ pub async fn shutdown_signal() {
 
 /// On every SIGHUP, reads the TLS certificate, key and client CA and the token files again
 /// (with none of them configured, logs that there is nothing to reload). What fails to load
-/// keeps its previous version (and is logged and counted); open connections are never touched.
+/// keeps its previous version (and is logged and counted); a token file whose mode lets others
+/// read it fails unless `allow_shared_secret_files`, as at start. Open connections are never
+/// touched.
 ///
 /// The handler is installed by this call, before the returned future is first polled: a SIGHUP
 /// that arrives before installation would terminate the process (the signal's default action),
@@ -249,6 +270,7 @@ pub fn reload_on_sighup(
     tls: Option<Arc<Tls>>,
     auth: Arc<Auth>,
     metrics: Arc<Metrics>,
+    allow_shared_secret_files: bool,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     let hup = {
@@ -270,24 +292,30 @@ pub fn reload_on_sighup(
                     continue;
                 }
                 tracing::info!("SIGHUP: reloading the TLS files and token files");
-                reload(tls.as_deref(), &auth, &metrics);
+                reload(tls.as_deref(), &auth, &metrics, allow_shared_secret_files);
             }
         }
         #[cfg(not(unix))]
         {
-            let _ = (tls, auth, metrics);
+            let _ = (tls, auth, metrics, allow_shared_secret_files);
         }
     }
 }
 
 /// One reload of the TLS files and the token files (see [`reload_on_sighup`]).
-pub fn reload(tls: Option<&Tls>, auth: &Auth, metrics: &Metrics) {
+pub fn reload(tls: Option<&Tls>, auth: &Auth, metrics: &Metrics, allow_shared_secret_files: bool) {
     if let Some(tls) = tls {
         let counters = &metrics.connections;
         match tls.reload() {
-            Ok(()) => {
+            Ok(revoked) => {
                 counters.tls_reloads_ok.fetch_add(1, Ordering::Relaxed);
-                tracing::info!("TLS certificate, key and client CA reloaded");
+                counters
+                    .closed_revoked
+                    .fetch_add(revoked as u64, Ordering::Relaxed);
+                tracing::info!(
+                    revoked_connections_closed = revoked,
+                    "TLS certificate, key and client CA reloaded (and the revocation lists, if any)"
+                );
             }
             Err(e) => {
                 counters.tls_reloads_failed.fetch_add(1, Ordering::Relaxed);
@@ -295,5 +323,5 @@ pub fn reload(tls: Option<&Tls>, auth: &Auth, metrics: &Metrics) {
             }
         }
     }
-    let _ = auth.reload();
+    let _ = auth.reload(allow_shared_secret_files);
 }

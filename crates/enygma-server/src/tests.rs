@@ -227,6 +227,8 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         // Off: these tests send many bad requests on purpose; the limit has tests of its own.
         bad_request_burst: 0,
         bad_request_refill: Duration::from_millis(500),
+        auth_failure_burst: 0,
+        auth_failure_refill: Duration::from_millis(500),
         // The default admission: one caller here, so its queue is the FIFO's.
         fair: Some(crate::config::FairConfig::equal(
             queue_depth,

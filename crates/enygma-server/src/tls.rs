@@ -8,16 +8,20 @@
 //! configuration, so a half-written certificate never takes the service down. A connection
 //! keeps the configuration it was accepted with; only new handshakes see the new one.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
 
 use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
 use tokio_rustls::rustls::crypto::ring::default_provider;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::UnixTime;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::pki_types::{
+    CertificateDer, CertificateRevocationListDer, PrivateKeyDer,
+};
 use tokio_rustls::rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tokio_rustls::rustls::{
@@ -25,9 +29,12 @@ use tokio_rustls::rustls::{
     ServerConfig, SignatureScheme,
 };
 use tokio_rustls::TlsAcceptor;
+use webpki::CertRevocationList;
 
+use crate::bad_requests::{AddressAllowances, Allowance};
 use crate::caller::Caller;
 use crate::client_names::{self, ClientNames};
+use crate::transport::ConnectionSlot;
 
 /// The PEM files of the listener's TLS configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +48,10 @@ pub struct TlsFiles {
     /// Callers named by their certificate ([`ClientNames`]); with it, a certificate that no
     /// rule names is refused at the handshake. Needs `client_ca`.
     pub client_names: Option<PathBuf>,
+    /// Certificate revocation lists of the client CA (PEM, `--client-crl`): a revoked client
+    /// certificate is refused at the handshake, and a reload closes the open connections of
+    /// the certificates it revokes. Needs `client_ca`.
+    pub client_crl: Option<PathBuf>,
 }
 
 /// The listener's TLS configuration, swappable at run time.
@@ -49,12 +60,43 @@ pub struct Tls {
     current: RwLock<Arc<Current>>,
     /// Paces the log line of each accepted client certificate ([`Tls::log_client`]).
     accepted_log: EverySecond,
+    /// Paces the WARN line of refused handshakes, once per address and minute
+    /// ([`Tls::log_handshake_failure`]).
+    refused_log: AddressAllowances,
+    /// The open connections that a client certificate authenticated, so that a reload can
+    /// close those of a certificate its revocation lists now revoke.
+    clients: Mutex<HashMap<u64, TrackedClient>>,
+    next_client: AtomicU64,
+}
+
+/// An open connection of a client certificate.
+struct TrackedClient {
+    slot: Weak<ConnectionSlot>,
+    leaf: CertificateDer<'static>,
+}
+
+/// Removes its connection from [`Tls`]'s open clients when the connection ends.
+pub struct ClientConnection {
+    tls: Arc<Tls>,
+    id: u64,
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        self.tls
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
 }
 
 /// One loaded configuration: the server's and the certificate-to-caller rules it checks.
 struct Current {
     config: Arc<ServerConfig>,
     names: Option<Arc<ClientNames>>,
+    /// `--client-crl`, parsed (empty without it).
+    revoked: Vec<CertRevocationList<'static>>,
 }
 
 impl Tls {
@@ -66,15 +108,68 @@ impl Tls {
             files,
             current: RwLock::new(Arc::new(current)),
             accepted_log: EverySecond::default(),
+            refused_log: AddressAllowances::new(Allowance::new(0, Duration::from_secs(1))),
+            clients: Mutex::new(HashMap::new()),
+            next_client: AtomicU64::new(0),
         })
     }
 
     /// Reads every file again and, if they make a valid configuration, uses it for new
-    /// connections. On error the previous configuration stays in use.
-    pub fn reload(&self) -> Result<(), String> {
-        let current = build(&self.files)?;
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(current);
-        Ok(())
+    /// connections, and closes the open connections whose client certificate the new
+    /// revocation lists revoke (after the requests in progress on them); returns how many. On
+    /// error the previous configuration stays in use and nothing is closed.
+    pub fn reload(&self) -> Result<usize, String> {
+        let current = Arc::new(build(&self.files)?);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = current.clone();
+        Ok(self.close_revoked(&current.revoked))
+    }
+
+    /// Closes every tracked connection whose certificate one of `revoked` lists.
+    fn close_revoked(&self, revoked: &[CertRevocationList<'static>]) -> usize {
+        if revoked.is_empty() {
+            return 0;
+        }
+        let clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let mut closed = 0;
+        for client in clients.values() {
+            let Some(slot) = client.slot.upgrade() else {
+                continue;
+            };
+            if is_revoked(&client.leaf, revoked) {
+                let subject = client_names::subject(&client.leaf).unwrap_or_default();
+                tracing::warn!(
+                    common_name = ?subject.common_names,
+                    dns = ?subject.dns,
+                    "client certificate revoked by --client-crl: closing its connection"
+                );
+                slot.close_after_response();
+                closed += 1;
+            }
+        }
+        closed
+    }
+
+    /// Tracks a connection that `leaf` authenticated, until the returned guard is dropped.
+    pub fn track_client(
+        self: &Arc<Self>,
+        slot: &Arc<ConnectionSlot>,
+        leaf: &CertificateDer<'_>,
+    ) -> ClientConnection {
+        let id = self.next_client.fetch_add(1, Ordering::Relaxed);
+        self.clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                id,
+                TrackedClient {
+                    slot: Arc::downgrade(slot),
+                    leaf: leaf.clone().into_owned(),
+                },
+            );
+        ClientConnection {
+            tls: self.clone(),
+            id,
+        }
     }
 
     /// An acceptor with the configuration in use now.
@@ -95,6 +190,20 @@ impl Tls {
     pub fn caller_of(&self, peer: Option<&[CertificateDer<'_>]>) -> Option<Caller> {
         let leaf = peer?.first()?;
         self.current().names.as_ref()?.name_of(leaf)
+    }
+
+    /// Logs a failed handshake from `peer`: at WARN the first of its address in a minute (a
+    /// client without a certificate, or with one the client CA did not sign, is a
+    /// misconfigured gateway an operator wants to hear about), the rest at DEBUG.
+    pub fn log_handshake_failure(&self, peer: SocketAddr, error: &std::io::Error) {
+        let counted = self
+            .refused_log
+            .failure(&peer.ip(), std::time::Instant::now());
+        if counted.warn {
+            tracing::warn!(peer = %peer, error = %error, "TLS handshake refused (further ones from this address this minute at DEBUG)");
+        } else {
+            tracing::debug!(peer = %peer, error = %error, "TLS handshake refused");
+        }
     }
 
     /// Logs the client certificate a handshake from `peer` verified: its subject and the
@@ -157,6 +266,13 @@ fn build(files: &TlsFiles) -> Result<Current, String> {
         }
         (None, _) => None,
     };
+    let (crls, revoked) = match (&files.client_crl, &files.client_ca) {
+        (Some(path), Some(_)) => read_crls(path)?,
+        (Some(_), None) => {
+            return Err("--client-crl needs --tls-client-ca: it revokes client certificates".into())
+        }
+        (None, _) => (Vec::new(), Vec::new()),
+    };
     let builder = match &files.client_ca {
         Some(ca) => {
             let mut roots = RootCertStore::empty();
@@ -171,6 +287,8 @@ fn build(files: &TlsFiles) -> Result<Current, String> {
             // A verifier that cannot be built stops the start: there is no fallback to
             // accepting clients without a certificate.
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .with_crls(crls)
+                .only_check_end_entity_revocation()
                 .build()
                 .map_err(|e| format!("--tls-client-ca {}: {e}", ca.display()))?;
             builder.with_client_cert_verifier(Arc::new(NamedClients {
@@ -192,6 +310,49 @@ fn build(files: &TlsFiles) -> Result<Current, String> {
     Ok(Current {
         config: Arc::new(config),
         names,
+        revoked,
+    })
+}
+
+/// The revocation lists of `--client-crl` (PEM, one or more `X509 CRL` blocks): as rustls'
+/// verifier takes them, and parsed for the scan of open connections.
+fn read_crls(
+    path: &Path,
+) -> Result<
+    (
+        Vec<CertificateRevocationListDer<'static>>,
+        Vec<CertRevocationList<'static>>,
+    ),
+    String,
+> {
+    let pem = read_file(path, "--client-crl")?;
+    let ders = CertificateRevocationListDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--client-crl {}: {e}", path.display()))?;
+    if ders.is_empty() {
+        return Err(format!(
+            "--client-crl {}: no X509 CRL block",
+            path.display()
+        ));
+    }
+    let parsed = ders
+        .iter()
+        .map(|der| {
+            webpki::OwnedCertRevocationList::from_der(der)
+                .map(CertRevocationList::from)
+                .map_err(|e| format!("--client-crl {}: not a usable CRL: {e:?}", path.display()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((ders, parsed))
+}
+
+/// Whether one of `crls`, from `leaf`'s issuer, lists `leaf`'s serial number.
+fn is_revoked(leaf: &CertificateDer<'_>, crls: &[CertRevocationList<'_>]) -> bool {
+    let Ok(cert) = webpki::EndEntityCert::try_from(leaf) else {
+        return false;
+    };
+    crls.iter().any(|crl| {
+        crl.issuer() == cert.issuer() && matches!(crl.find_serial(cert.serial()), Ok(Some(_)))
     })
 }
 
@@ -397,6 +558,7 @@ mod tests {
             key: key.to_owned(),
             client_ca: client_ca.map(Path::to_owned),
             client_names: None,
+            client_crl: None,
         };
 
         let tls = Tls::load(files(&cert, &key, None)).unwrap();

@@ -27,6 +27,21 @@
 //! - **Early answers over HTTP/2** ([`drain`]): a request answered before its body was read
 //!   (401, 413, 503) has the rest of its body read and discarded, within limits, so that its
 //!   stream ends cleanly instead of with a reset some clients report as an error.
+//! - **An absolute deadline for unauthenticated connections** (`--unauthenticated-timeout`):
+//!   a connection on which no request has authenticated within that time of its accept is
+//!   closed, whatever it does meanwhile (probes, refused requests, a slow TLS handshake).
+//!   Requests in progress on it get a short grace.
+//! - **Closing on the service's request** ([`ConnectionSlot::close_after_response`]): after a
+//!   401, after a probe answered to a connection that has not authenticated while credentials
+//!   are required, and once a connection's allowance of malformed requests is spent
+//!   (`crate::bad_requests`), the connection is closed after that response (HTTP/1.1:
+//!   `Connection: close`; HTTP/2: GOAWAY, the other streams in progress finish). An
+//!   unauthenticated connection evicted by a newcomer ([`budget`]) is closed at once.
+//! - **Client addresses behind a proxy** (`--proxy-protocol-from`): a connection from a
+//!   trusted proxy must start with a PROXY protocol header (v1 or v2, parsed by `ppp`, within
+//!   the header deadline); the client address it names is the connection's for the
+//!   per-address cap, the failed-authentication counts and the logs. Other connections send no
+//!   such header, and none is read from them.
 //! - **A maximum connection age** (`--max-connection-age`): a connection older than it is
 //!   asked to close gracefully (HTTP/1.1: `Connection: close` on the response in progress, or
 //!   closed when idle; HTTP/2: GOAWAY, the streams in progress finish), so that a client whose
@@ -39,7 +54,7 @@
 
 use std::fmt;
 use std::future::{pending, Future};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::{pin, Pin};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -52,7 +67,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Sleep;
@@ -65,8 +80,8 @@ use crate::tls::Tls;
 mod budget;
 mod drain;
 
-pub use budget::ConnectionSlot;
 use budget::{Budget, BudgetLimits};
+pub use budget::{Closing, ConnectionSlot};
 use drain::DrainOnDrop;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -90,6 +105,12 @@ pub struct Limits {
     pub tls_handshake_timeout: Duration,
     /// A connection older than this is closed gracefully after its requests in progress.
     pub max_connection_age: Duration,
+    /// A connection on which no request has authenticated this long after its accept is
+    /// closed.
+    pub unauthenticated_timeout: Duration,
+    /// Connections from these networks are a proxy's: they start with a PROXY protocol header
+    /// naming the client.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// After an early answer over HTTP/2, at most this many more body bytes are read and
     /// discarded (the service's `--body-limit`).
     pub early_answer_drain_bytes: usize,
@@ -108,6 +129,8 @@ impl Default for Limits {
             max_connections_per_ip: 128,
             tls_handshake_timeout: Duration::from_secs(5),
             max_connection_age: Duration::from_secs(600),
+            unauthenticated_timeout: Duration::from_secs(10),
+            trusted_proxies: Vec::new(),
             early_answer_drain_bytes: 64 * 1024,
         }
     }
@@ -170,7 +193,14 @@ pub async fn serve_connections(
                 }
             },
         };
-        let slot = match budget.admit(reserved, peer.ip()) {
+        // A trusted proxy's connection is counted against the client its header names, once
+        // read (in the connection's task, under its deadline).
+        let proxied = shared.is_trusted_proxy(peer.ip());
+        let admitted = tokio::select! {
+            _ = &mut stop => break,
+            admitted = budget.admit(reserved, (!proxied).then_some(peer.ip())) => admitted,
+        };
+        let slot = match admitted {
             Ok(slot) => slot,
             Err(refusal) => {
                 tracing::debug!(peer = %peer, reason = ?refusal, "connection refused");
@@ -178,7 +208,14 @@ pub async fn serve_connections(
             }
         };
         let _ = tcp.set_nodelay(true);
-        tokio::spawn(connection(tcp, peer, shared.clone(), stop_rx.clone(), slot));
+        tokio::spawn(connection(
+            tcp,
+            peer,
+            proxied,
+            shared.clone(),
+            stop_rx.clone(),
+            slot,
+        ));
     }
     drop(listener);
     drop(stop_rx);
@@ -229,12 +266,141 @@ enum Protocol {
 async fn connection(
     tcp: TcpStream,
     peer: SocketAddr,
+    proxied: bool,
     shared: Arc<Shared>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     slot: Arc<ConnectionSlot>,
 ) {
     let _open = OpenConnection::new(shared.metrics.clone());
     let counters = &shared.metrics.connections;
+    tokio::select! {
+        () = handshake_and_serve(tcp, peer, proxied, &shared, stop, slot.clone()) => {}
+        _ = slot.closing_at_least(Closing::Evicted) => {
+            tracing::debug!(peer = %peer, "unauthenticated connection closed for a newcomer");
+        }
+        () = unauthenticated_for(&slot, shared.limits.unauthenticated_timeout) => {
+            counters.unauthenticated_timed_out.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(peer = %peer, "no request authenticated within --unauthenticated-timeout; closed");
+        }
+    }
+}
+
+/// Completes once the connection has been open for `timeout` without authenticating.
+async fn unauthenticated_for(slot: &ConnectionSlot, timeout: Duration) {
+    tokio::time::sleep(timeout).await;
+    if !slot.is_unauthenticated() {
+        pending::<()>().await;
+    }
+}
+
+impl Shared {
+    fn is_trusted_proxy(&self, ip: IpAddr) -> bool {
+        let ip = ip.to_canonical();
+        self.limits
+            .trusted_proxies
+            .iter()
+            .any(|net| net.contains(&ip))
+    }
+}
+
+/// The PROXY protocol header of a trusted proxy's connection, read (and consumed) within the
+/// header deadline: the client's address, or `None` for a connection the proxy makes for
+/// itself (`LOCAL`, `UNKNOWN`: its health checks).
+async fn proxy_header(
+    tcp: &mut TcpStream,
+    deadline: Duration,
+) -> Result<Option<SocketAddr>, String> {
+    use ppp::{v1, v2, HeaderResult, PartialResult};
+    /// The largest header read: a v1 header is at most 107 bytes, a v2 header's addresses and
+    /// the TLVs a proxy sends (ALPN, authority, SSL) fit well within this.
+    const MAX_HEADER: usize = 1024;
+    let read = async {
+        let mut buf = vec![0u8; MAX_HEADER];
+        loop {
+            // Peek until the header is complete, so that nothing after it is consumed here.
+            let n = tcp.peek(&mut buf).await.map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Err("connection closed before its PROXY header".to_string());
+            }
+            let parsed = HeaderResult::parse(&buf[..n]);
+            if parsed.is_incomplete() {
+                if n == MAX_HEADER {
+                    return Err("PROXY header too long".to_string());
+                }
+                // More bytes are on their way; a peek returns at once while some are there.
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                continue;
+            }
+            let (len, client) = match parsed {
+                HeaderResult::V1(Ok(h)) => (
+                    h.header.len(),
+                    match h.addresses {
+                        v1::Addresses::Tcp4(a) => {
+                            Some(SocketAddr::from((a.source_address, a.source_port)))
+                        }
+                        v1::Addresses::Tcp6(a) => {
+                            Some(SocketAddr::from((a.source_address, a.source_port)))
+                        }
+                        v1::Addresses::Unknown => None,
+                    },
+                ),
+                HeaderResult::V2(Ok(h)) => (
+                    h.len(),
+                    match (h.command, h.addresses) {
+                        (v2::Command::Proxy, v2::Addresses::IPv4(a)) => {
+                            Some(SocketAddr::from((a.source_address, a.source_port)))
+                        }
+                        (v2::Command::Proxy, v2::Addresses::IPv6(a)) => {
+                            Some(SocketAddr::from((a.source_address, a.source_port)))
+                        }
+                        _ => None,
+                    },
+                ),
+                _ => return Err("no valid PROXY protocol header".to_string()),
+            };
+            let mut consumed = vec![0u8; len];
+            tcp.read_exact(&mut consumed)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(client);
+        }
+    };
+    tokio::time::timeout(deadline, read)
+        .await
+        .map_err(|_| "no PROXY header within --header-read-timeout".to_string())?
+}
+
+/// The connection's protocol setup (the PROXY header of a trusted proxy, the TLS handshake),
+/// then its requests.
+async fn handshake_and_serve(
+    mut tcp: TcpStream,
+    mut peer: SocketAddr,
+    proxied: bool,
+    shared: &Shared,
+    mut stop: watch::Receiver<bool>,
+    slot: Arc<ConnectionSlot>,
+) {
+    let counters = &shared.metrics.connections;
+    let limits = &shared.limits;
+    if proxied {
+        match proxy_header(&mut tcp, limits.header_read_timeout).await {
+            Ok(client) => {
+                let proxy = peer;
+                peer = client.unwrap_or(proxy);
+                if slot.client_address(peer.ip()).is_err() {
+                    tracing::debug!(peer = %peer, proxy = %proxy, "connection refused: its client holds --max-connections-per-ip");
+                    return;
+                }
+            }
+            Err(e) => {
+                counters
+                    .proxy_header_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(proxy = %peer, error = %e, "connection from a trusted proxy without a valid PROXY header; closed");
+                return;
+            }
+        }
+    }
     let Some(tls) = &shared.tls else {
         return serve_http(
             TokioIo::new(tcp),
@@ -242,12 +408,11 @@ async fn connection(
             peer,
             None,
             slot,
-            &shared,
+            shared,
             stop,
         )
         .await;
     };
-    let limits = &shared.limits;
     let handshake = tokio::time::timeout(
         limits.tls_handshake_timeout.min(limits.header_read_timeout),
         tls.acceptor().accept(tcp),
@@ -257,7 +422,7 @@ async fn connection(
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
                 counters.tls_handshake_failures.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(peer = %peer, error = %e, "TLS handshake failed");
+                tls.log_handshake_failure(peer, &e);
                 return;
             }
             Err(_) => {
@@ -276,10 +441,16 @@ async fn connection(
     };
     let certificate = session.peer_certificates();
     let caller = tls.caller_of(certificate);
-    if tls.requires_client_cert() && certificate.is_some() {
+    let mut _tracked = None;
+    if let (true, Some(leaf)) = (
+        tls.requires_client_cert(),
+        certificate.and_then(|c| c.first()),
+    ) {
         // The handshake verified the client's certificate: it has authenticated.
         slot.authenticated();
         tls.log_client(peer, certificate, caller.as_ref());
+        // A reload whose revocation lists revoke it closes this connection.
+        _tracked = Some(tls.track_client(&slot, leaf));
     }
     serve_http(
         TokioIo::new(stream),
@@ -287,7 +458,7 @@ async fn connection(
         peer,
         caller,
         slot,
-        &shared,
+        shared,
         stop,
     )
     .await
@@ -326,13 +497,12 @@ async fn serve_http<I>(
 {
     let limits = &shared.limits;
     let counters = &shared.metrics.connections;
-    let (busy_tx, busy_rx) = watch::channel(0usize);
-    let busy_tx = Arc::new(busy_tx);
     let service = {
+        let slot = slot.clone();
         let (app, body_timeout) = (shared.app.clone(), limits.body_read_timeout);
         let drain_bytes = limits.early_answer_drain_bytes;
         service_fn(move |req: hyper::Request<Incoming>| {
-            let in_progress = InProgress::new(busy_tx.clone());
+            let in_progress = slot.request_started();
             let http2 = req.version() == hyper::Version::HTTP_2;
             let mut req = req.map(|body| {
                 let body = DrainOnDrop::new(body, http2.then_some(drain_bytes), body_timeout);
@@ -360,7 +530,8 @@ async fn serve_http<I>(
             report(result, peer, counters);
             return;
         }
-        _ = idle(busy_rx, limits.header_read_timeout) => Close::Idle,
+        _ = slot.idle_for(limits.header_read_timeout) => Close::Idle,
+        _ = slot.closing_at_least(Closing::AfterResponse) => Close::Asked,
         _ = tokio::time::sleep(limits.max_connection_age) => Close::Aged,
         _ = stop.wait_for(|stopping| *stopping) => Close::Stopping,
     };
@@ -381,6 +552,22 @@ async fn serve_http<I>(
     }
 }
 
+/// Closes the connection of a request once `resp` is sent: HTTP/1.1 with `Connection: close`
+/// on it, HTTP/2 with a GOAWAY (the connection's other streams in progress are answered).
+pub fn close_after_response(
+    resp: &mut axum::response::Response,
+    slot: &ConnectionSlot,
+    version: hyper::Version,
+) {
+    if version < hyper::Version::HTTP_2 {
+        resp.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    slot.close_after_response();
+}
+
 /// Why a connection is asked to close.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Close {
@@ -390,6 +577,8 @@ enum Close {
     Aged,
     /// The service is stopping.
     Stopping,
+    /// The service asked ([`ConnectionSlot::close_after_response`]).
+    Asked,
 }
 
 fn report(
@@ -405,41 +594,6 @@ fn report(
         counters.timed_out.fetch_add(1, Ordering::Relaxed);
     }
     tracing::debug!(peer = %peer, error = %e, "connection error");
-}
-
-/// A request in progress on a connection (from its head to its response), for [`idle`].
-struct InProgress(Arc<watch::Sender<usize>>);
-
-impl InProgress {
-    fn new(busy: Arc<watch::Sender<usize>>) -> Self {
-        busy.send_modify(|n| *n += 1);
-        InProgress(busy)
-    }
-}
-
-impl Drop for InProgress {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n -= 1);
-    }
-}
-
-/// Completes once no request has been in progress for `timeout`.
-async fn idle(mut busy: watch::Receiver<usize>, timeout: Duration) {
-    loop {
-        let idle_now = *busy.borrow_and_update() == 0;
-        let changed = if idle_now {
-            match tokio::time::timeout(timeout, busy.changed()).await {
-                Err(_) => return,
-                Ok(changed) => changed,
-            }
-        } else {
-            busy.changed().await
-        };
-        if changed.is_err() {
-            // The service is gone: the connection is ending on its own.
-            pending::<()>().await;
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -120,6 +120,8 @@ def security_rules(c: dict, env: dict[str, str], dev: bool) -> list[str]:
             errs.append(f"serves the API without bearer tokens (set ENYGMA_AUTH_TOKEN_FILE; only an overlay named {DEV_OVERLAY} may not)")
         if "--require-ceremony-keys" not in c.get("args", []) and env.get("ENYGMA_REQUIRE_CEREMONY_KEYS") not in ("true", "1"):
             errs.append("production pods must refuse development keys (ENYGMA_REQUIRE_CEREMONY_KEYS=true)")
+        if "--allow-shared-secret-files" in c.get("args", []) or env.get("ENYGMA_ALLOW_SHARED_SECRET_FILES") in ("true", "1"):
+            errs.append("production pods must refuse secret files others may read (no ENYGMA_ALLOW_SHARED_SECRET_FILES: mount Secrets with fsGroup = runAsGroup)")
     admin = flag_or_env(c, env, "--admin-bind", "ENYGMA_ADMIN_BIND")
     if admin != f"0.0.0.0:{ADMIN_PORT}":
         errs.append(f"the admin listener must listen on the pod's address, 0.0.0.0:{ADMIN_PORT} (ENYGMA_ADMIN_BIND={admin})")
@@ -224,7 +226,8 @@ def scaledobject_rules(so: dict, deployments: dict[str, dict]) -> list[str]:
 
 def network_policy_rules(docs: list[dict], deployments: dict[str, dict]) -> list[str]:
     """Every Deployment's pods are selected by a NetworkPolicy of the render that admits
-    ingress only on named ports, each from a namespace selector."""
+    ingress only on named ports, each from a namespace selector, and egress to nobody (or DNS
+    alone)."""
     errs = []
     policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
     for name, d in deployments.items():
@@ -239,7 +242,24 @@ def network_policy_rules(docs: list[dict], deployments: dict[str, dict]) -> list
             for rule in p["spec"].get("ingress", []):
                 if not rule.get("from") or not rule.get("ports"):
                     errs.append(f"NetworkPolicy/{p['metadata']['name']}: an ingress rule open to every source or port")
+        egress_closed = [
+            p for p in covering
+            if "Egress" in p["spec"].get("policyTypes", [])
+            and all(port.get("port") == 53 for rule in p["spec"].get("egress", []) for port in rule.get("ports", [{}]))
+        ]
+        if covering and not egress_closed:
+            errs.append(f"Deployment/{name}: no NetworkPolicy closes its pods' egress (policyTypes Egress, no rule but DNS)")
     return errs
+
+
+def namespace_rules(docs: list[dict]) -> list[str]:
+    """Every Namespace of the render enforces the `restricted` Pod Security profile."""
+    return [
+        f"Namespace/{d['metadata']['name']}: no pod-security.kubernetes.io/enforce: restricted"
+        for d in docs
+        if d["kind"] == "Namespace"
+        and d["metadata"].get("labels", {}).get("pod-security.kubernetes.io/enforce") != "restricted"
+    ]
 
 
 def check(docs: list[dict], version: str, alert_timeout: float | None, dev: bool = False) -> list[str]:
@@ -269,6 +289,7 @@ def check(docs: list[dict], version: str, alert_timeout: float | None, dev: bool
     for so in scaled:
         errs += [f"ScaledObject/{so['metadata']['name']}: {e}" for e in scaledobject_rules(so, deployments)]
     errs += network_policy_rules(docs, deployments)
+    errs += namespace_rules(docs)
     for h in (d for d in docs if d["kind"] == "HorizontalPodAutoscaler"):
         if h["spec"]["scaleTargetRef"]["name"] not in deployments:
             errs.append(f"HorizontalPodAutoscaler/{h['metadata']['name']}: target is not a Deployment of this render")
@@ -320,6 +341,10 @@ def self_test(docs: list[dict], version: str, alert_timeout: float) -> list[str]
         "admin listener on loopback": lambda ds: [e.update(value="127.0.0.1:9464") for e in container(ds)["env"] if e["name"] == "ENYGMA_ADMIN_BIND"],
         "no NetworkPolicy": lambda ds: ds.remove(first_in(ds, "NetworkPolicy")),
         "NetworkPolicy open to every source": lambda ds: first_in(ds, "NetworkPolicy")["spec"]["ingress"][0].pop("from"),
+        "NetworkPolicy without egress": lambda ds: first_in(ds, "NetworkPolicy")["spec"].update(policyTypes=["Ingress"]),
+        "NetworkPolicy open to every destination": lambda ds: first_in(ds, "NetworkPolicy")["spec"].update(egress=[{}]),
+        "shared secret files allowed": lambda ds: container(ds)["env"].append({"name": "ENYGMA_ALLOW_SHARED_SECRET_FILES", "value": "true"}),
+        "namespace without Pod Security": lambda ds: first_in(ds, "Namespace")["metadata"].pop("labels"),
         "queue timeout other than the alert's": lambda ds: [e.update(value="30s") for e in container(ds)["env"] if e["name"] == "ENYGMA_QUEUE_TIMEOUT"],
         "unknown kind": lambda ds: ds.append({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
     }

@@ -736,8 +736,22 @@ impl Withdraw {
                 format!("v_per_deposit[{j}] must be below 2^252"),
             ));
         }
-        let claimed: num_bigint::BigUint = self.v_per_deposit.iter().map(modl::to_biguint).sum();
-        if claimed != modl::to_biguint(v) {
+        // The sum over the integers, in four limbs on the stack (each term is below 2^252, so a
+        // carry out of 256 bits is a mismatch): the values are secret, so no heap copy is
+        // made and the limbs are wiped.
+        use zeroize::Zeroize;
+        let mut claimed = ark_ff::BigInt::<4>([0; 4]);
+        let mut overflowed = false;
+        for x in self.v_per_deposit.iter() {
+            let mut term = x.into_bigint();
+            overflowed |= claimed.add_with_carry(&term);
+            term.0.zeroize();
+        }
+        let mut expected = v.into_bigint();
+        let equal = !overflowed && claimed == expected;
+        claimed.0.zeroize();
+        expected.0.zeroize();
+        if !equal {
             return Err(CheckFailure::new(
                 check,
                 "sender_tx_value must be the sum of v_per_deposit",

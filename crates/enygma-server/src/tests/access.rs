@@ -17,7 +17,7 @@ use clap::Parser;
 
 #[path = "../../tests/common/tls.rs"]
 pub(super) mod tls_client;
-use tls_client::{client_config, temp_dir, Ca, H1, H2};
+use tls_client::{client_config, temp_dir, Ca, Issued, H1, H2};
 
 /// Connection hardening: per-address cap, unauthenticated budget, handshake deadline, early
 /// answers over HTTP/2, connection age.
@@ -67,6 +67,7 @@ fn tls_files(dir: &Path, ca: &Ca, client_ca: Option<&Ca>) -> TlsFiles {
         key,
         client_ca,
         client_names: None,
+        client_crl: None,
     }
 }
 
@@ -233,6 +234,63 @@ async fn mtls_refuses_clients_without_a_certificate_from_the_client_ca() {
     assert!(refused(s.addr, client_config(&[&server_ca], Some(&rogue), H1_ONLY)).await);
     wait_metric_over(&mut good, "enygma_tls_handshake_failures_total", 2.0).await;
     assert_eq!(s.proved_tags(), ["mtls"]);
+    assert_eq!(s.stop().await, Exit::Clean);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_client_certificate_is_refused_and_its_open_connection_closed_on_reload() {
+    let dir = temp_dir("crl");
+    let (server_ca, client_ca) = (Ca::new("server CA"), Ca::new("client CA"));
+    let (alice, bob) = (client_ca.client("bank-a"), client_ca.client("bank-b"));
+    let crl = dir.join("client.crl");
+    std::fs::write(&crl, client_ca.crl(&[])).unwrap();
+    let files = TlsFiles {
+        client_crl: Some(crl.clone()),
+        ..tls_files(&dir, &server_ca, Some(&client_ca))
+    };
+    let tls = Arc::new(Tls::load(files).unwrap());
+    let s = start_tls(cfg(Some(1), 4, 5_000), tls.clone()).await;
+    let connect = |who: &Issued| H1::tls(s.addr, client_config(&[&server_ca], Some(who), H1_ONLY));
+    let mut open = connect(&alice).await.unwrap();
+    ready_over(&mut open).await;
+    let mut other = connect(&bob).await.unwrap();
+    assert_eq!(
+        other.send("GET", "/livez", &[], b"").await.unwrap().status,
+        200
+    );
+
+    // The CA revokes bank-a's certificate; the reload (SIGHUP) closes its open connection and
+    // refuses its new ones, and bank-b is served as before.
+    std::fs::write(&crl, client_ca.crl(&[&alice])).unwrap();
+    let metrics = crate::metrics::Metrics::new();
+    crate::server::reload(Some(&tls), &Auth::default(), &metrics, false);
+    assert_eq!(
+        metrics.connections.closed_revoked.load(Ordering::Relaxed),
+        1
+    );
+    let deadline = Instant::now() + T;
+    while open.send("GET", "/livez", &[], b"").await.is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the revoked client's connection stayed open"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused(s.addr, client_config(&[&server_ca], Some(&alice), H1_ONLY)).await);
+    assert_eq!(
+        other.send("GET", "/livez", &[], b"").await.unwrap().status,
+        200
+    );
+    let mut fresh = connect(&bob).await.unwrap();
+    assert_eq!(
+        fresh.send("GET", "/livez", &[], b"").await.unwrap().status,
+        200
+    );
+    // A list that cannot be read keeps the previous one.
+    std::fs::write(&crl, "not a CRL").unwrap();
+    assert!(tls.reload().is_err());
+    assert!(refused(s.addr, client_config(&[&server_ca], Some(&alice), H1_ONLY)).await);
     assert_eq!(s.stop().await, Exit::Clean);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -583,11 +641,9 @@ async fn the_connection_cap_holds_new_clients_until_one_closes() {
     };
     let s = start_limited(cfg(Some(1), 4, 5_000), limits).await;
     let first = TcpStream::connect(s.addr).await.unwrap();
-    // The other slot answers this scrape: the idle connection and the scrape's own are open.
-    assert_eq!(
-        metric(&s.metrics().await, "enygma_connections_open"),
-        Some(2.0)
-    );
+    // The idle connection and the scrape's own on the admin listener are open (once the
+    // readiness probes' connections have closed).
+    s.wait_metric("enygma_connections_open", 2.0).await;
     let second = TcpStream::connect(s.addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     // Both slots are held: a third client waits in the backlog, unanswered.

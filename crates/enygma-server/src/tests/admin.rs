@@ -25,6 +25,7 @@ async fn the_admin_listener_serves_probes_and_metrics_while_the_api_requires_mtl
         key,
         client_ca: Some(client_ca_file),
         client_names: None,
+        client_crl: None,
     })
     .unwrap();
     let tokens = dir.join("api-tokens");

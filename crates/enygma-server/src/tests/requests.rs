@@ -127,34 +127,143 @@ async fn request_checks_run_on_a_bounded_pool_whose_full_queue_answers_503() {
     assert_eq!(s.stop().await, Exit::Clean);
 }
 
+/// A valid k = 2 transfer request (its own seed), and three false statements made from it: a
+/// balance that does not open its commitment, a wrong nullifier, a payment of other values.
+fn transfer_k2_valid_and_false(seed: u64) -> (Vec<u8>, [Vec<u8>; 3]) {
+    let instance = enygma_prover::statements::by_stem("transfer-k2").unwrap();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let valid = instance
+        .generate(&Default::default(), &mut rng)
+        .expect("a generated request");
+    let falsify = |field: &str, value: serde_json::Value| {
+        let mut body = valid.clone();
+        body[field] = value;
+        serde_json::to_vec(&body).unwrap()
+    };
+    // Another last digit: another integer of the same length (so still below the modulus).
+    let other = |v: &serde_json::Value| {
+        let text = v.as_str().unwrap();
+        let (head, last) = text.split_at(text.len() - 1);
+        let digit = (last.parse::<u8>().unwrap() + 1) % 10;
+        serde_json::Value::String(format!("{head}{digit}"))
+    };
+    let plus_one = |field: &str| other(&valid[field]);
+    let mut values = valid["tx_values"].clone();
+    values[0] = other(&values[0]);
+    (
+        serde_json::to_vec(&valid).unwrap(),
+        [
+            falsify(
+                "previous_sender_balance",
+                plus_one("previous_sender_balance"),
+            ),
+            falsify("nullifier", plus_one("nullifier")),
+            falsify("tx_values", values),
+        ],
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_caller_that_keeps_sending_bad_requests_gets_429_before_its_checks() {
+async fn false_statements_never_cost_a_caller_its_valid_requests() {
+    // Default flags: the gateway's users' false statements (422) and unknown routes (404) are
+    // answers about their data; every valid request among them is proved.
+    let server = sleeping(&["--circuits", "transfer-k2"]).await;
+    let a = server.addr;
+    let mut requests = Vec::new();
+    for seed in 0..10u64 {
+        let (valid, falsified) = transfer_k2_valid_and_false(seed);
+        requests.push(("/generateProofTransfer-2", valid, 200));
+        for (i, body) in (0..10).map(|i| (i, falsified[i % 3].clone())) {
+            let path = if i == 9 {
+                "/generateProofTransfer-7"
+            } else {
+                "/generateProofTransfer-2"
+            };
+            let status = if i == 9 { 400 } else { 422 };
+            requests.push((path, body, status));
+        }
+    }
+    // 10 valid, 90 false, 10 with a k no statement has: as fast as eight connections go.
+    let mut statuses = Vec::new();
+    for chunk in requests.chunks(8) {
+        let sent: Vec<_> = chunk
+            .iter()
+            .map(|(path, body, _)| {
+                let (path, body) = (*path, body.clone());
+                tokio::spawn(async move { post(a, path, &body, T).await.unwrap() })
+            })
+            .collect();
+        for (r, (_, _, expected)) in sent.into_iter().zip(chunk) {
+            let r = r.await.unwrap();
+            statuses.push((r.status, *expected, r.body));
+        }
+    }
+    let proved = statuses.iter().filter(|(s, ..)| *s == 200).count();
+    assert_eq!(proved, 10, "{statuses:?}");
+    for (status, expected, body) in &statuses {
+        assert_eq!(status, expected, "{body}");
+    }
+    // Nothing was limited, and a 404 for a route no statement has is no limit either.
+    let r = post(a, "/nope", b"{}", T).await.unwrap();
+    assert_eq!(r.status, 404);
+    let m = get(a, "/metrics").await.unwrap().body;
+    assert_eq!(
+        metric(&m, "enygma_auth_failures_limited_total"),
+        Some(0.0),
+        "{m}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_keeps_sending_malformed_requests_is_closed_and_nothing_is_refused() {
     let mut config = cfg(Some(1), 4, 20_000);
     config.bad_request_burst = 3;
     config.bad_request_refill = Duration::from_secs(30);
     let s = start(config).await;
     let a = s.addr;
-    let bad = body_with("bad", 0, serde_json::json!({"fail": "bad"}));
-    for _ in 0..3 {
-        let r = post(a, "/generateProofTransfer-2", &bad, T).await.unwrap();
+    let malformed = body_with("bad", 0, serde_json::json!({"fail": "bad"}));
+    // One keep-alive connection: three malformed requests spend its allowance, and it is
+    // closed after the answer to the fourth.
+    let mut conn = tls_free_h1(a).await;
+    for i in 0..4 {
+        let r = conn
+            .send("POST", "/generateProofTransfer-2", &[], &malformed)
+            .await
+            .unwrap();
         assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(r.header("connection").is_some_and(|v| v == "close"), i == 3);
     }
-    // The bucket is empty: even a good request waits for its refill, unchecked.
+    assert!(
+        conn.send("GET", "/livez", &[], b"").await.is_err(),
+        "the connection stayed open"
+    );
+    // A new connection of the same client is served, valid requests first of all.
     let r = post(a, "/generateProofTransfer-2", &body("good", 0), T)
         .await
         .unwrap();
-    assert_eq!(r.status, 429, "{}", r.body);
-    let retry: u64 = r.header("retry-after").unwrap().parse().unwrap();
-    assert!((1..=30).contains(&retry), "{retry}");
-    assert!(r.error().contains("too many bad requests"), "{}", r.body);
-    assert_eq!(s.log.prepared.load(Ordering::SeqCst), 3);
-    // Probes are not limited.
-    assert_eq!(get(a, "/healthcheck").await.unwrap().status, 200);
+    assert_eq!(r.status, 200, "{}", r.body);
+    for _ in 0..5 {
+        let r = post(a, "/generateProofTransfer-2", &malformed, T)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 400, "{}", r.body);
+    }
     let m = s.metrics().await;
     assert_eq!(
-        metric(&m, "enygma_bad_requests_limited_total"),
+        metric(
+            &m,
+            "enygma_connections_closed_total{reason=\"malformed_requests\"}"
+        ),
         Some(1.0),
         "{m}"
     );
     assert_eq!(s.stop().await, Exit::Clean);
+}
+
+/// A plain-text HTTP/1.1 keep-alive connection.
+async fn tls_free_h1(addr: SocketAddr) -> access::tls_client::H1 {
+    access::tls_client::H1::over(tokio::net::TcpStream::connect(addr).await.unwrap())
+        .await
+        .unwrap()
 }

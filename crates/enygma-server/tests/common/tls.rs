@@ -42,6 +42,8 @@ pub struct Ca {
 pub struct Issued {
     pub cert_pem: String,
     pub key_pem: String,
+    /// Its serial number, for a revocation list.
+    serial: rcgen::SerialNumber,
     cert_der: Vec<u8>,
     key_der: Vec<u8>,
 }
@@ -61,6 +63,31 @@ impl Ca {
         self.cert.pem()
     }
 
+    /// A certificate revocation list of this CA revoking `revoked` (PEM).
+    pub fn crl(&self, revoked: &[&Issued]) -> String {
+        let params = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2026, 1, 1),
+            next_update: rcgen::date_time_ymd(2100, 1, 1),
+            crl_number: rcgen::SerialNumber::from(rand::random::<u64>() >> 1),
+            issuing_distribution_point: None,
+            revoked_certs: revoked
+                .iter()
+                .map(|issued| rcgen::RevokedCertParams {
+                    serial_number: issued.serial.clone(),
+                    revocation_time: rcgen::date_time_ymd(2026, 1, 2),
+                    reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+                    invalidity_date: None,
+                })
+                .collect(),
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        params
+            .signed_by(&self.cert, &self.key)
+            .unwrap()
+            .pem()
+            .unwrap()
+    }
+
     /// The server certificate for `localhost` and 127.0.0.1.
     pub fn server(&self) -> Issued {
         self.issue(
@@ -78,9 +105,12 @@ impl Ca {
         let mut params = CertificateParams::new(names).unwrap();
         params.is_ca = IsCa::NoCa;
         params.extended_key_usages = vec![usage];
+        let serial = rcgen::SerialNumber::from(rand::random::<u64>() >> 1);
+        params.serial_number = Some(serial.clone());
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
         Issued {
+            serial,
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
             cert_der: cert.der().to_vec(),
@@ -224,7 +254,8 @@ impl H1 {
     }
 }
 
-/// An HTTP/2 connection.
+/// An HTTP/2 connection; its clones send streams on the same connection.
+#[derive(Clone)]
 pub struct H2 {
     sender: http2::SendRequest<Full<Bytes>>,
     scheme: &'static str,
@@ -240,6 +271,11 @@ impl H2 {
     pub async fn plain(addr: SocketAddr) -> Result<H2, Error> {
         assert!(addr.ip().is_loopback(), "tests only talk to 127.0.0.1");
         Self::over(TcpStream::connect(addr).await?, "http").await
+    }
+
+    /// In plain text with prior knowledge (h2c) over a connection already made.
+    pub async fn plain_over(tcp: TcpStream) -> Result<H2, Error> {
+        Self::over(tcp, "http").await
     }
 
     async fn over<S>(io: S, scheme: &'static str) -> Result<H2, Error>

@@ -1,6 +1,8 @@
 //! Connection hardening over real sockets on 127.0.0.1 (and 127.0.0.2, a second client address
-//! on Linux's loopback): the per-address cap, the unauthenticated budget, the TLS handshake
-//! deadline, early answers over HTTP/2, the maximum connection age.
+//! on Linux's loopback): the per-address cap, the unauthenticated budget and its eviction, the
+//! unauthenticated deadline, hostile clients without credentials against a token holder and the
+//! admin listener, the TLS handshake deadline, early answers over HTTP/2, the maximum
+//! connection age.
 
 use hyper::body::Bytes;
 use tokio::net::TcpSocket;
@@ -72,7 +74,7 @@ async fn one_address_holds_at_most_its_share_of_connections() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_that_never_authenticate_cannot_hold_every_slot() {
+async fn connections_that_never_authenticate_give_their_place_to_a_newcomer() {
     let dir = temp_dir("unauthenticated-budget");
     let limits = Limits {
         max_connections: 4,
@@ -100,52 +102,263 @@ async fn connections_that_never_authenticate_cannot_hold_every_slot() {
         .await
         .unwrap();
     assert_eq!(r.status, 200);
-    // Two clients that never authenticate: one only asks a probe, one sends nothing.
+    // While tokens are required, a probe does not keep a connection that never showed one.
     let mut prober = H1::over(TcpStream::connect(s.addr).await.unwrap())
         .await
         .unwrap();
-    assert_eq!(
-        prober.send("GET", "/livez", &[], b"").await.unwrap().status,
-        200
-    );
-    let idle = TcpStream::connect(s.addr).await.unwrap();
+    let r = prober.send("GET", "/livez", &[], b"").await.unwrap();
+    assert_eq!((r.status, r.header("connection")), (200, Some("close")));
+    assert!(prober.send("GET", "/livez", &[], b"").await.is_err());
+    // Two clients that never send anything hold the unauthenticated budget.
+    let (oldest, _oldest_writes) = TcpStream::connect(s.addr).await.unwrap().into_split();
+    let oldest_closed = read_until_closed(oldest);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _younger = TcpStream::connect(s.addr).await.unwrap();
     wait_metric_over(&mut gateway, "enygma_connections_unauthenticated", 2.0).await;
 
-    // They hold the unauthenticated budget: a newcomer waits in the backlog although a slot is
-    // free, while the authenticated connection is still served.
-    let addr = s.addr;
-    let newcomer = tokio::spawn(async move { (get(addr, "/livez").await, Instant::now()) });
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        !newcomer.is_finished(),
-        "unauthenticated connections held every slot"
-    );
-    let r = gateway
-        .send("GET", "/openapi.json", &token, b"")
-        .await
-        .unwrap();
+    // A newcomer takes the oldest one's place at once, and is served.
+    let start = Instant::now();
+    let r = get(s.addr, "/livez").await.unwrap();
     assert_eq!(r.status, 200);
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    let (sent, _) = oldest_closed.await.unwrap();
+    assert!(sent.is_empty(), "the evicted connection got an answer");
     let m = gateway
         .send("GET", "/metrics", &token, b"")
         .await
         .unwrap()
         .body;
+    for (series, n) in [
+        (
+            "enygma_connection_waits_total{budget=\"unauthenticated\"}",
+            1.0,
+        ),
+        ("enygma_connections_closed_total{reason=\"evicted\"}", 1.0),
+    ] {
+        assert_eq!(metric(&m, series), Some(n), "{series}\n{m}");
+    }
+    // The prober's and the newcomer's probes closed their connections (and the readiness
+    // probes of the test's start).
+    let probes = "enygma_connections_closed_total{reason=\"unauthenticated_probe\"}";
+    assert!(metric(&m, probes).unwrap() >= 2.0, "{m}");
+    assert_eq!(s.stop().await, Exit::Clean);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unauthenticated_connection_is_closed_at_its_deadline_whatever_it_does() {
+    let limits = Limits {
+        unauthenticated_timeout: Duration::from_millis(600),
+        ..Limits::default()
+    };
+    // No tokens: a connection authenticates with any request but a probe.
+    let s = start_limited(cfg(Some(1), 4, 5_000), limits).await;
+    let mut prober = H1::over(TcpStream::connect(s.addr).await.unwrap())
+        .await
+        .unwrap();
+    let mut worker = H1::over(TcpStream::connect(s.addr).await.unwrap())
+        .await
+        .unwrap();
+    let r = worker
+        .send("POST", "/generateProofTransfer-2", &[], &body("w", 0))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    // Probes every 100 ms keep no connection open past its deadline.
+    let start = Instant::now();
+    while prober.send("GET", "/livez", &[], b"").await.is_ok() {
+        assert!(start.elapsed() < Duration::from_secs(5), "never closed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The connection that made an API request is still served.
+    let r = worker.send("GET", "/livez", &[], b"").await.unwrap();
+    assert_eq!(r.status, 200);
+    let m = worker.send("GET", "/metrics", &[], b"").await.unwrap().body;
     assert_eq!(
         metric(
             &m,
-            "enygma_connection_waits_total{budget=\"unauthenticated\"}"
+            "enygma_connections_closed_total{reason=\"unauthenticated_timeout\"}"
         ),
-        Some(1.0)
+        Some(1.0),
+        "{m}"
     );
-    assert_eq!(metric(&m, "enygma_connections_open"), Some(3.0));
+    assert_eq!(s.stop().await, Exit::Clean);
+}
 
-    // One of them leaves: the newcomer is served.
-    let released = Instant::now();
-    drop(idle);
-    let (r, at) = newcomer.await.unwrap();
-    assert_eq!(r.unwrap().status, 200);
-    assert!(at - released < Duration::from_secs(2));
-    drop(prober);
+/// Connections without credentials, from `client`, for as long as `until`: each either sends
+/// nothing, asks probes, or presents wrong tokens over HTTP/1.1 or HTTP/2, and reconnects as
+/// soon as it is closed. Returns how many connections it opened.
+fn hostile_client(
+    server: SocketAddr,
+    client: std::net::Ipv4Addr,
+    connections: usize,
+    until: Instant,
+) -> JoinHandle<usize> {
+    tokio::spawn(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in 0..connections {
+            tasks.spawn(async move {
+                let mut opened = 0;
+                while Instant::now() < until {
+                    let socket = TcpSocket::new_v4().unwrap();
+                    socket.bind(SocketAddr::from((client, 0))).unwrap();
+                    let left = until.saturating_duration_since(Instant::now());
+                    let Ok(Ok(tcp)) = tokio::time::timeout(left, socket.connect(server)).await
+                    else {
+                        break;
+                    };
+                    opened += 1;
+                    let hold = async {
+                        match n % 4 {
+                            // Holds its slot by sending nothing.
+                            0 => {
+                                let mut tcp = tcp;
+                                let mut buf = [0u8; 64];
+                                let _ = tcp.read(&mut buf).await;
+                            }
+                            // Probes, as fast as they are answered.
+                            1 => {
+                                let Ok(mut h1) = H1::over(tcp).await else {
+                                    return;
+                                };
+                                while h1.send("GET", "/readyz", &[], b"").await.is_ok() {}
+                            }
+                            // Wrong tokens over HTTP/1.1.
+                            2 => {
+                                let Ok(mut h1) = H1::over(tcp).await else {
+                                    return;
+                                };
+                                let wrong = [("Authorization", "Bearer wrong-token-0123456789")];
+                                while h1.send("GET", "/openapi.json", &wrong, b"").await.is_ok() {}
+                            }
+                            // Wrong tokens over HTTP/2, several streams at once.
+                            _ => {
+                                let Ok(h2) = H2::plain_over(tcp).await else {
+                                    return;
+                                };
+                                let wrong = [("Authorization", "Bearer wrong-token-0123456789")];
+                                loop {
+                                    let (mut a, mut b) = (h2.clone(), h2.clone());
+                                    let (ra, rb) = tokio::join!(
+                                        a.send("GET", "/openapi.json", &wrong, b""),
+                                        b.send("GET", "/openapi.json", &wrong, b""),
+                                    );
+                                    if ra.is_err() || rb.is_err() {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    };
+                    let left = until.saturating_duration_since(Instant::now());
+                    let _ = tokio::time::timeout(left, hold).await;
+                }
+                opened
+            });
+        }
+        let mut opened = 0;
+        while let Some(n) = tasks.join_next().await {
+            opened += n.unwrap_or(0);
+        }
+        opened
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_client_without_credentials_delays_a_token_holders_new_connection() {
+    let dir = temp_dir("lock-out");
+    // The default limits scaled down: 32 unauthenticated of 64 connections, 16 per address.
+    let limits = Limits {
+        max_connections: 64,
+        max_unauthenticated: 32,
+        max_connections_per_ip: 16,
+        ..Limits::default()
+    };
+    let transport = Transport { tls: None, limits };
+    let mut config = cfg(Some(1), 4, 5_000);
+    config.auth_failure_burst = 20;
+    config.auth_failure_refill = Duration::from_secs(1);
+    let s = start_full(
+        config,
+        Duration::ZERO,
+        Duration::from_secs(10),
+        false,
+        transport,
+        api_auth(&dir),
+    )
+    .await;
+    let admin = s.server.admin.expect("an admin listener");
+    let until = Instant::now() + Duration::from_secs(4);
+    // Four addresses hold the API's unauthenticated slots (16 connections each, past the 32
+    // slots), eight hold the admin listener's 64 (8 each, its per-address cap).
+    let mut hostile = Vec::new();
+    for i in 0..4u8 {
+        hostile.push(hostile_client(
+            s.addr,
+            std::net::Ipv4Addr::new(127, 0, 1, 1 + i),
+            16,
+            until,
+        ));
+    }
+    for i in 0..8u8 {
+        hostile.push(hostile_client(
+            admin,
+            std::net::Ipv4Addr::new(127, 0, 2, 1 + i),
+            8,
+            until,
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Meanwhile, a token holder's new connections and the kubelet's probes are served at once.
+    let bearer = format!("Bearer {API_TOKEN}");
+    let mut slowest = (Duration::ZERO, Duration::ZERO);
+    let mut round = 0;
+    while Instant::now() + Duration::from_millis(600) < until {
+        round += 1;
+        let start = Instant::now();
+        let r = http::request(
+            s.addr,
+            "POST",
+            "/generateProofTransfer-2",
+            &[("Authorization", bearer.as_str())],
+            &body(&format!("holder-{round}"), 0),
+            Duration::from_secs(1),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("round {round}: the token holder was not served: {e}"));
+        assert_eq!(r.status, 200, "{}", r.body);
+        slowest.0 = slowest.0.max(start.elapsed());
+        let start = Instant::now();
+        let r = http::request(admin, "GET", "/livez", &[], b"", Duration::from_secs(1))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: admin /livez was not served: {e}"));
+        assert_eq!(r.status, 200);
+        slowest.1 = slowest.1.max(start.elapsed());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(round >= 3, "{round} rounds");
+    let mut opened = 0;
+    for h in hostile {
+        opened += h.await.unwrap();
+    }
+    // The hostile clients were really there: they opened more connections than the slots.
+    assert!(opened > 96, "{opened} hostile connections");
+    let r = http::request(admin, "GET", "/metrics", &[], b"", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let m = r.body;
+    let evicted = metric(&m, "enygma_connections_closed_total{reason=\"evicted\"}").unwrap();
+    let limited = metric(&m, "enygma_auth_failures_limited_total").unwrap();
+    assert!(evicted > 0.0 && limited > 0.0, "{m}");
+    eprintln!(
+        "{round} rounds, {opened} hostile connections: slowest token holder {:?}, slowest admin /livez {:?}",
+        slowest.0, slowest.1
+    );
     assert_eq!(s.stop().await, Exit::Clean);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -206,6 +419,39 @@ impl RawH2 {
         let ping = conn.ping_pong().unwrap();
         tokio::spawn(conn);
         RawH2 { sender, ping }
+    }
+
+    /// Posts the head and the first `sent_first` bytes of `body` and reads the whole answer:
+    /// its status, and whether the server then went away (GOAWAY: no new stream can start).
+    async fn post_refused(&mut self, path: &str, body: &[u8], sent_first: usize) -> (u16, bool) {
+        let req = hyper::Request::post(format!("https://localhost{path}"))
+            .header("content-type", "application/json")
+            .header("content-length", body.len());
+        let fut = async {
+            let mut sender = self.sender.clone().ready().await.unwrap();
+            let (response, mut stream) = sender.send_request(req.body(()).unwrap(), false).unwrap();
+            stream
+                .send_data(Bytes::copy_from_slice(&body[..sent_first]), false)
+                .unwrap();
+            let response = response.await.unwrap();
+            let status = response.status().as_u16();
+            let mut answer = response.into_body();
+            while let Some(chunk) = answer.data().await {
+                chunk.unwrap();
+            }
+            let deadline = Instant::now() + T;
+            let gone = loop {
+                if self.sender.clone().ready().await.is_err() {
+                    break true;
+                }
+                if Instant::now() > deadline {
+                    break false;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            };
+            (status, gone)
+        };
+        tokio::time::timeout(T, fut).await.unwrap()
     }
 
     /// Posts `body` the way a client does whose request the server answers early: the head
@@ -296,14 +542,25 @@ async fn early_answers_over_http2_end_their_stream_without_a_reset() {
         }
         assert_eq!((status, reset), (503, false), "try {i} while the keys load");
     }
-    let mut probe = H1::tls(s.addr, client_config(&[&ca], None, H1_ONLY))
-        .await
-        .unwrap();
-    ready_over(&mut probe).await;
+    // While tokens are required a probe closes a connection that showed none: one each.
+    let deadline = Instant::now() + T;
+    loop {
+        let mut probe = H1::tls(s.addr, client_config(&[&ca], None, H1_ONLY))
+            .await
+            .unwrap();
+        if probe.send("GET", "/readyz", &[], b"").await.unwrap().status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not ready in time");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
-    for i in 0..20 {
-        let (status, reset) = h2.post_answered_early(path, &[], &sample, 100).await;
-        assert_eq!((status, reset), (401, false), "try {i} without a token");
+    // A 401 closes its connection (GOAWAY) once its whole answer is sent: a client cannot
+    // hold the connection by guessing. One connection each.
+    for i in 0..5 {
+        let mut once = RawH2::tls(s.addr, &ca).await;
+        let (status, gone) = once.post_refused(path, &sample, 100).await;
+        assert_eq!((status, gone), (401, true), "try {i} without a token");
     }
     // Past the 64 KiB body limit, with a few KiB still to come when the answer is sent.
     let too_large = vec![b' '; 70 * 1024];
