@@ -82,7 +82,7 @@ log "phase 1: closed-loop levels $LEVELS through the balancer"
 kill "$sampler" 2>/dev/null || true
 wait "$sampler" 2>/dev/null || true
 cp "$WORK/haproxy.log" "$WORK/haproxy-load.log"
-started_after_load=$(for p in "${REPLICA_PORTS[@]}"; do
+started_after_load=$(for p in "${ADMIN_PORTS[@]}"; do
   curl -s --max-time 5 "http://127.0.0.1:$p/metrics" | awk '$1 == "enygma_proofs_started_total" { print $2 }'
 done | tr '\n' ' ')
 rss_after_load=$(for p in "${REPLICA_PIDS[@]}"; do awk '/VmHWM/ { printf "%.0f ", $2 / 1024 }' "/proc/$p/status"; done)
@@ -101,8 +101,8 @@ done
 burst_start=$SECONDS
 metric_of() { curl -s --max-time 2 "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { print $2 }'; }
 deadline=$((SECONDS + 60))
-until [ "$(metric_of "${REPLICA_PORTS[0]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null &&
-  [ "$(metric_of "${REPLICA_PORTS[1]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null; do
+until [ "$(metric_of "${ADMIN_PORTS[0]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null &&
+  [ "$(metric_of "${ADMIN_PORTS[1]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null; do
   [ $SECONDS -lt $deadline ] || break
   sleep 0.2
 done

@@ -76,8 +76,8 @@ done
 
 # Faults while r1 and r2 are each proving (bounded wait): r1 SIGKILLed, r2 SIGTERMed.
 deadline=$((SECONDS + 60))
-until [ "$(metric_of "${REPLICA_PORTS[0]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null &&
-  [ "$(metric_of "${REPLICA_PORTS[1]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null; do
+until [ "$(metric_of "${ADMIN_PORTS[0]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null &&
+  [ "$(metric_of "${ADMIN_PORTS[1]}" enygma_proofs_in_flight)" -ge 1 ] 2>/dev/null; do
   [ $SECONDS -lt $deadline ] || { log "r1 and r2 were not both proving within 60 s"; break; }
   sleep 0.2
 done
@@ -118,6 +118,18 @@ for ((i = 1; i <= BURST; i++)); do
   [ "$answer" = '{"valid":true}' ] && valid=$((valid + 1))
 done
 check "every proof verifies ($valid of $BURST)" test "$valid" = "$BURST"
+
+# Behind the balancer the replicas see the client's address (HAProxy's PROXY v2 header), not
+# the balancer's: a verification from 127.0.0.9 is logged with that address.
+if [ ${#PROXY_ARGS[@]} -gt 0 ]; then
+  first=$(grep -lx 200 "$WORK"/burst/*.status | head -1)
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 60 --interface 127.0.0.9 \
+    -H 'Content-Type: application/json' -H 'X-Request-Id: from-127-0-0-9' \
+    --data-binary @"${first%.status}.json" "$BALANCER_URL/verifyProofTransfer-6")
+  seen=$(grep -h 'from-127-0-0-9' "$WORK"/replica-*.log | grep -o 'peer=[0-9.]*' | head -1)
+  check "a replica behind the balancer sees the client's address (answer $code, ${seen:-no access line})" \
+    test "$code:$seen" = "200:peer=127.0.0.9"
+fi
 
 r2_status=0
 wait "${REPLICA_PIDS[1]}" || r2_status=$?

@@ -20,6 +20,11 @@
 #   WORK=<new temp dir>    configs, logs and Prometheus' data
 #   READY_TIMEOUT=600      seconds for every replica to load its keys
 #   RETRIES=6 BALANCER_QUEUE_TIMEOUT=120s
+#   PROXY_PROTOCOL=1       HAProxy sends each replica a PROXY v2 header (send-proxy-v2) and the
+#                          replicas trust it from 127.0.0.1 (--proxy-protocol-from), so their
+#                          per-address limits and logs see the client, not the balancer. Only
+#                          when the server has the flag; 0 turns it off. The replicas' API ports
+#                          then expect that header: talk to them directly on their admin ports.
 
 LOCAL_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_DIR="$(cd "$LOCAL_DIR/../.." && pwd)"
@@ -44,6 +49,8 @@ RETRIES="${RETRIES:-6}"
 BALANCER_MAXCONN="${BALANCER_MAXCONN:-}"
 BALANCER_QUEUE_TIMEOUT="${BALANCER_QUEUE_TIMEOUT:-120s}"
 RULES_FILE="$REPO_DIR/deploy/kubernetes/monitoring/alerts.rules.yml"
+PROXY_PROTOCOL="${PROXY_PROTOCOL:-1}"
+PROXY_ARGS=()
 
 REPLICA_PIDS=()
 REPLICA_PORTS=()
@@ -83,6 +90,9 @@ local_setup() {
   else
     ADMIN_PORTS=("${REPLICA_PORTS[@]}")
   fi
+  if [ "$PROXY_PROTOCOL" = 1 ] && "$SERVER_BIN" --help | grep -q -- '--proxy-protocol-from'; then
+    PROXY_ARGS=(--proxy-protocol-from 127.0.0.1)
+  fi
   BALANCER_URL="http://127.0.0.1:$BALANCER_PORT"
   PROMETHEUS_URL="http://127.0.0.1:$PROMETHEUS_PORT"
   CIRCUITS_ARGS=()
@@ -102,7 +112,7 @@ replica_args() {
   [ "${ADMIN_PORTS[$1]}" = "${REPLICA_PORTS[$1]}" ] || admin=(--admin-bind "127.0.0.1:${ADMIN_PORTS[$1]}")
   REPLICA_ARGS=("$SERVER_BIN" --bind 127.0.0.1 --port "${REPLICA_PORTS[$1]}" "${admin[@]}" --keys-dir "$KEYS_DIR"
     "${THREAD_ARGS[@]}" --queue-depth "$QUEUE_DEPTH" --queue-timeout "$QUEUE_TIMEOUT"
-    --drain-timeout "$DRAIN_TIMEOUT" "${CIRCUITS_ARGS[@]}")
+    --drain-timeout "$DRAIN_TIMEOUT" "${CIRCUITS_ARGS[@]}" "${PROXY_ARGS[@]}")
 }
 
 local_start_replicas() {
@@ -122,7 +132,7 @@ local_wait_replicas() {
     ready=0
     for ((i = 0; i < REPLICAS; i++)); do
       kill -0 "${REPLICA_PIDS[i]}" 2>/dev/null || { log "replica r$((i + 1)) exited at start:"; tail -5 "$WORK/replica-$((i + 1)).log" >&2; return 1; }
-      [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:${REPLICA_PORTS[i]}/readyz")" = 200 ] && ready=$((ready + 1))
+      [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:${ADMIN_PORTS[i]}/readyz")" = 200 ] && ready=$((ready + 1))
     done
     [ $ready = "$REPLICAS" ] && { log "all $REPLICAS replicas ready after ${SECONDS}s of this script"; return 0; }
     [ $SECONDS -lt $deadline ] || { log "replicas not ready within ${READY_TIMEOUT}s"; return 1; }
@@ -146,10 +156,12 @@ local_read_slots() {
 }
 
 local_start_balancer() {
-  local i servers=""
+  local i servers="" proxy=""
   [ -n "$SLOTS" ] || local_read_slots
+  # The client's address to the replica in a PROXY v2 header (its health checks too).
+  [ ${#PROXY_ARGS[@]} = 0 ] || proxy=" send-proxy-v2"
   for ((i = 0; i < REPLICAS; i++)); do
-    servers+="    server r$((i + 1)) 127.0.0.1:${REPLICA_PORTS[i]}"$'\n'
+    servers+="    server r$((i + 1)) 127.0.0.1:${REPLICA_PORTS[i]}$proxy"$'\n'
   done
   sed -e "s|@BALANCER_PORT@|$BALANCER_PORT|" -e "s|@STATS_PORT@|$STATS_PORT|" \
     -e "s|@RETRIES@|$RETRIES|" -e "s|@SERVER_MAXCONN@|$BALANCER_MAXCONN|" \

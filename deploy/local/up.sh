@@ -25,7 +25,8 @@ cat <<EOT
 Balancer (send requests here): $BALANCER_URL
 HAProxy stats:                 http://127.0.0.1:$STATS_PORT/stats
 Prometheus:                    $PROMETHEUS_URL (alerts: $PROMETHEUS_URL/alerts)
-Replicas:                      $(for p in "${REPLICA_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)
+Replicas (API, behind HAProxy's PROXY header): $(for p in "${REPLICA_PORTS[@]}"; do printf '127.0.0.1:%s ' "$p"; done)
+Replicas' admin listeners:     $(for p in "${ADMIN_PORTS[@]}"; do printf 'http://127.0.0.1:%s ' "$p"; done)
 Logs and configs:              $WORK
 EOT
 echo "Running until Ctrl-C${UP_FOR:+ or ${UP_FOR} s}."
