@@ -84,7 +84,7 @@ trap stop_server EXIT
 echo "== enygma-server --circuits $circuits"
 # JSON logs, to read the chosen port from the "listening" line.
 # No admin listener: its fixed default port would collide with another server on this host.
-# No 429 for repeated bad requests: schemathesis sends them on purpose, from one address.
+# No connection closed for repeated malformed requests: schemathesis sends them on purpose.
 RUST_LOG=info "$server_bin" --bind 127.0.0.1 --port 0 --admin-bind none --bad-request-burst 0 \
   --keys-dir "$keys_dir" \
   --circuits "$circuits" --log-format json >"$work/server.log" 2>&1 &

@@ -68,13 +68,17 @@ printf "$(printf '\\%03o' $((byte ^ 4)))" | dd of="$work/flipped.zkey" bs=1 seek
 refused "one bit flipped" "ownership-721" --circuit "$stem" "$work/flipped.zkey"
 
 echo "== the server with the ceremony keys (--require-ceremony-keys)"
-"$server_bin" --bind 127.0.0.1 --port 0 --admin-bind none --keys-dir "$work/keys" \
+# The admin listener on a free port: its /readyz lists the keys in use (the API port's answers
+# its status alone).
+"$server_bin" --bind 127.0.0.1 --port 0 --admin-bind 127.0.0.1:0 --keys-dir "$work/keys" \
   --circuits "$stem" --require-ceremony-keys --log-format json >"$work/server.log" 2>&1 &
 server=$!
 port=""
+admin=""
 for _ in $(seq 1 600); do
   port="$(sed -n 's/.*"addr":"127\.0\.0\.1:\([0-9]*\)".*"listening".*/\1/p; s/.*"message":"listening".*"addr":"127\.0\.0\.1:\([0-9]*\)".*/\1/p' "$work/server.log" | head -1)"
-  if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/readyz" -o "$work/readyz.json"; then break; fi
+  admin="$(sed -n 's/.*"message":"admin listening[^"]*".*"addr":"127\.0\.0\.1:\([0-9]*\)".*/\1/p' "$work/server.log" | head -1)"
+  if [ -n "$port" ] && [ -n "$admin" ] && curl -sf "http://127.0.0.1:$admin/readyz" -o "$work/readyz.json"; then break; fi
   kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; fail "the server exited"; }
   sleep 0.1
 done
