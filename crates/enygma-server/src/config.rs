@@ -14,6 +14,15 @@ use enygma_prover::statements::{self, Instance};
 use crate::admission::ProveThreads;
 use crate::caller::Caller;
 
+/// The help headings that group the flags by concern (`--help`).
+const H_LISTEN: &str = "Listening and TLS";
+const H_CALLERS: &str = "Callers";
+const H_ADMISSION: &str = "Admission";
+const H_TABLES: &str = "Tables and threads";
+const H_KEYS: &str = "Keys";
+const H_LOG: &str = "Logging";
+const H_ADV: &str = "Advanced (rarely needed tuning)";
+
 /// Log output format.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -37,11 +46,11 @@ pub enum LogFormat {
 )]
 pub struct Args {
     /// Address to listen on.
-    #[arg(long, env = "ENYGMA_BIND", default_value = "0.0.0.0")]
+    #[arg(help_heading = H_LISTEN, long, env = "ENYGMA_BIND", default_value = "0.0.0.0")]
     pub bind: IpAddr,
 
     /// TCP port to listen on (0 picks a free port; the chosen address is logged).
-    #[arg(long, env = "ENYGMA_PORT", default_value_t = 3003)]
+    #[arg(help_heading = H_LISTEN, long, env = "ENYGMA_PORT", default_value_t = 3003)]
     pub port: u16,
 
     /// Where the admin listener serves /livez, /readyz and /metrics in plain HTTP without
@@ -49,31 +58,31 @@ pub struct Args {
     /// `none` for no admin listener. Loopback by default: open it beyond (0.0.0.0:9464 in a
     /// pod) only behind a NetworkPolicy or firewall. One port per process: several servers on
     /// one host each need their own, or `none`.
-    #[arg(long, env = "ENYGMA_ADMIN_BIND", value_name = "ADDR:PORT|none",
+    #[arg(help_heading = H_LISTEN, long, env = "ENYGMA_ADMIN_BIND", value_name = "ADDR:PORT|none",
           default_value = DEFAULT_ADMIN_BIND, value_parser = parse_admin_bind)]
     pub admin_bind: AdminBind,
 
     /// Directory of the proving and verifying keys ({stem}.pk, {stem}.vk). Missing keys are
     /// created there at startup (development keys, logged as such) unless --require-keys.
-    #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
+    #[arg(help_heading = H_KEYS, long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
     pub keys_dir: PathBuf,
 
     /// The circuits this server hosts, comma-separated: key stems (transfer-k6) or statement
     /// names (deposit: every k). Only their keys are loaded and only their routes answer (the
     /// others 404); /readyz waits for them only [default: every statement and k].
-    #[arg(long, env = "ENYGMA_CIRCUITS", value_name = "LIST", value_parser = parse_circuits)]
+    #[arg(help_heading = H_KEYS, long, env = "ENYGMA_CIRCUITS", value_name = "LIST", value_parser = parse_circuits)]
     pub circuits: Option<CircuitList>,
 
     /// Refuse to start when a proving key of a hosted circuit is missing, instead of creating
     /// development keys (for production).
-    #[arg(long, env = "ENYGMA_REQUIRE_KEYS")]
+    #[arg(help_heading = H_KEYS, long, env = "ENYGMA_REQUIRE_KEYS")]
     pub require_keys: bool,
 
     /// Refuse to start unless every hosted circuit's proving key comes from a multi-party
     /// ceremony (`enygma import-zkey`): development keys (anyone can forge proofs) and
     /// single-party keys (their setup's operator can) are refused, and missing keys are never
     /// created. For production.
-    #[arg(long, env = "ENYGMA_REQUIRE_CEREMONY_KEYS")]
+    #[arg(help_heading = H_KEYS, long, env = "ENYGMA_REQUIRE_CEREMONY_KEYS")]
     pub require_ceremony_keys: bool,
 
     /// Precompute fixed-base MSM tables for these hosted circuits at key load, before /readyz
@@ -81,7 +90,7 @@ pub struct Args {
     /// (143.5 MiB for transfer-k6; docs/running.md has every instance's size, and the start-up
     /// log each table's). `none`, `all` (every hosted circuit), or a comma-separated list of
     /// key stems and statement names as in --circuits.
-    #[arg(long, env = "ENYGMA_PRECOMPUTE", value_name = "none|all|LIST",
+    #[arg(help_heading = H_TABLES, long, env = "ENYGMA_PRECOMPUTE", value_name = "none|all|LIST",
           default_value = "none", value_parser = parse_precompute)]
     pub precompute: Precompute,
 
@@ -93,7 +102,7 @@ pub struct Args {
     /// memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes), or of the physical
     /// memory without one, and no more than the loaded process and 24 MiB per proof in flight
     /// leave of that limit].
-    #[arg(long, env = "ENYGMA_TABLE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
+    #[arg(help_heading = H_TABLES, long, env = "ENYGMA_TABLE_MEMORY", value_name = "BYTES", value_parser = parse_bytes)]
     pub table_memory: Option<u64>,
 
     /// Pin every prove thread to a processor of its own (Linux). With the default threads that
@@ -102,33 +111,33 @@ pub struct Args {
     /// (s x prove-threads + t)-th allowed CPU, CPUs of one physical core kept together, so
     /// that slots never share a core; needs max-inflight x prove-threads allowed CPUs at most.
     /// Not with --unlimited.
-    #[arg(long, env = "ENYGMA_PIN_CPUS")]
+    #[arg(help_heading = H_TABLES, long, env = "ENYGMA_PIN_CPUS")]
     pub pin_cpus: bool,
 
     /// Maximum number of proofs computed at once, across all statements and k. Given (or with
     /// --prove-threads), every proof slot owns a pool of --prove-threads threads [default: one
     /// proof slot per CPU, threads that follow the queue: a proof that starts alone gets every
     /// CPU's thread, one that starts beside others a thread of its own; see docs/running.md].
-    #[arg(long, env = "ENYGMA_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_inflight: Option<u32>,
 
     /// Threads used by each proof: each proof slot owns a rayon pool of this size, whatever
     /// else runs [default: threads that follow the queue, as --max-inflight's default; with
     /// --max-inflight alone, the number of CPUs].
-    #[arg(long, env = "ENYGMA_PROVE_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = H_TABLES, long, env = "ENYGMA_PROVE_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
     pub prove_threads: Option<u32>,
 
     /// Maximum number of admitted requests waiting for a proof slot; beyond it requests are shed
     /// at once with 503 and Retry-After. 0 disables queueing [default: as many as the slots work
     /// off within --queue-timeout at --expected-service-time: ceil(queue-timeout /
     /// expected-service-time) x max-inflight, 172 per CPU with the defaults].
-    #[arg(long, env = "ENYGMA_QUEUE_DEPTH")]
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_QUEUE_DEPTH")]
     pub queue_depth: Option<u32>,
 
     /// Longest a request may wait in the queue before it is answered 504 (e.g. 60s, 1500ms, 2m).
     /// A request whose expected wait (its queue position x the service time estimate /
     /// max-inflight) already exceeds it is shed at once with 503 instead.
-    #[arg(long, env = "ENYGMA_QUEUE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_QUEUE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub queue_timeout: Duration,
 
     /// Initial estimate of one proof's time on a slot, for the expected-wait shedding and the
@@ -137,98 +146,99 @@ pub struct Args {
     /// pool (whose slots, when all busy, have a thread each): a k=6 transfer request on the
     /// 2-core development machines, benches/results/2026-12-05-intel-xeon.md; 0 also means the
     /// default].
-    #[arg(long, env = "ENYGMA_EXPECTED_SERVICE_TIME", value_parser = parse_duration)]
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_EXPECTED_SERVICE_TIME", value_parser = parse_duration)]
     pub expected_service_time: Option<Duration>,
 
     /// Behave like the reference for A/B tests: no cap and no queue, every request starts
     /// proving at once (each on its own pool of --prove-threads threads).
-    #[arg(long, env = "ENYGMA_UNLIMITED")]
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_UNLIMITED")]
     pub unlimited: bool,
 
     /// Largest accepted request body in bytes; larger bodies are answered 413.
-    #[arg(long, env = "ENYGMA_BODY_LIMIT", default_value_t = 64 * 1024)]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_BODY_LIMIT", default_value_t = 64 * 1024)]
     pub body_limit: usize,
 
     /// On SIGTERM/SIGINT, how long to wait for in-flight and queued requests before exiting
     /// anyway (exit code 1) [default: --queue-timeout + 30s, so that a full queue drains].
-    #[arg(long, env = "ENYGMA_DRAIN_TIMEOUT", value_parser = parse_duration)]
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_DRAIN_TIMEOUT", value_parser = parse_duration)]
     pub drain_timeout: Option<Duration>,
 
     /// Maximum number of proof verifications computed at once (the statements' verify routes);
     /// verification has its own limit and never enters the proving queue.
-    #[arg(long, env = "ENYGMA_VERIFY_MAX_INFLIGHT", default_value_t = 2,
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_VERIFY_MAX_INFLIGHT", default_value_t = 2,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub verify_max_inflight: u32,
 
     /// Maximum number of verifications waiting for a verify slot (they share --queue-timeout).
-    #[arg(long, env = "ENYGMA_VERIFY_QUEUE_DEPTH", default_value_t = 16)]
+    #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_VERIFY_QUEUE_DEPTH", default_value_t = 16)]
     pub verify_queue_depth: u32,
 
     /// Threads that parse and check proving requests before they queue (the native checks of
     /// `prepare`) [default: the CPUs].
-    #[arg(long, env = "ENYGMA_CHECK_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = H_TABLES, long, env = "ENYGMA_CHECK_THREADS", value_parser = clap::value_parser!(u32).range(1..))]
     pub check_threads: Option<u32>,
 
     /// Proving requests waiting for a check thread; past it, 503 with `Retry-After` before any
     /// check runs [default: the proving queue's depth, so that a burst the proving queue takes
     /// is not shed by its checks; the check threads alone bound the CPU they use].
-    #[arg(long, env = "ENYGMA_CHECK_QUEUE_DEPTH")]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_CHECK_QUEUE_DEPTH")]
     pub check_queue_depth: Option<u32>,
 
     /// Malformed requests (answered 400, 408 or 413) one connection may send at once; past
     /// it the connection is closed after that answer (the requests in progress on it are still
     /// answered) and the client must reconnect. Never counts a false statement (422) or an
     /// unknown instance (404), and never refuses a request. 0 turns the limit off.
-    #[arg(long, env = "ENYGMA_BAD_REQUEST_BURST", default_value_t = 20)]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_BAD_REQUEST_BURST", default_value_t = 20)]
     pub bad_request_burst: u32,
 
     /// Malformed requests per second a connection's allowance refills at, after its burst.
-    #[arg(long, env = "ENYGMA_BAD_REQUEST_RATE", default_value_t = 2.0)]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_BAD_REQUEST_RATE", default_value_t = 2.0)]
     pub bad_request_rate: f64,
 
     /// Failed authentications (401) one client address may cause at once; past it a failure
     /// is answered 429 with `Retry-After` instead of 401 (a valid token from that address is
     /// still served). Every failure closes its connection. 0 turns the 429 off.
-    #[arg(long, env = "ENYGMA_AUTH_FAILURE_BURST", default_value_t = 20)]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_AUTH_FAILURE_BURST", default_value_t = 20)]
     pub auth_failure_burst: u32,
 
     /// Failed authentications per second an address's allowance refills at, after its burst.
-    #[arg(long, env = "ENYGMA_AUTH_FAILURE_RATE", default_value_t = 1.0)]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_AUTH_FAILURE_RATE", default_value_t = 1.0)]
     pub auth_failure_rate: f64,
 
     /// How proving slots are given out: `fair`, a queue per caller (named by its token or
     /// client certificate; unnamed callers share the `anonymous` queue) served by weighted
     /// deficit round robin, each caller shed (503, Retry-After) from its own share; or `fifo`,
     /// one queue in arrival order for everybody (for comparison).
-    #[arg(long, env = "ENYGMA_ADMISSION", value_enum, default_value_t = AdmissionMode::Fair)]
+    #[arg(help_heading = H_CALLERS, long, env = "ENYGMA_ADMISSION", value_enum, default_value_t = AdmissionMode::Fair)]
     pub admission: AdmissionMode,
 
     /// A caller's weight in the fair shares, NAME=WEIGHT (1 to 1000), repeatable or
     /// comma-separated: a caller of weight 2 starts two proofs in its turn where one of weight
     /// 1 starts one [default: 1 for every caller, `anonymous` included].
-    #[arg(long = "caller-weight", env = "ENYGMA_CALLER_WEIGHTS", value_name = "NAME=WEIGHT",
+    #[arg(help_heading = H_CALLERS, long = "caller-weight", env = "ENYGMA_CALLER_WEIGHTS", value_name = "NAME=WEIGHT",
           value_delimiter = ',', value_parser = parse_weight)]
     pub caller_weights: Vec<(Caller, u32)>,
 
     /// Most requests waiting in one caller's queue (fair shares); beyond it, or when the
     /// caller's expected wait at its share of the slots exceeds --queue-timeout, the caller
     /// is shed [default: --queue-depth].
-    #[arg(long, env = "ENYGMA_CALLER_QUEUE_DEPTH")]
+    #[arg(help_heading = H_CALLERS, long, env = "ENYGMA_CALLER_QUEUE_DEPTH")]
     pub caller_queue_depth: Option<u32>,
 
     /// Most proofs of one caller in flight at once (fair shares) [default: --max-inflight].
-    #[arg(long, env = "ENYGMA_CALLER_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = H_CALLERS, long, env = "ENYGMA_CALLER_MAX_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
     pub caller_max_inflight: Option<u32>,
 
     /// Log format.
-    #[arg(long, env = "ENYGMA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(help_heading = H_LOG, long, env = "ENYGMA_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 
-    /// Print the service's OpenAPI 3.1 document (what GET /openapi.json answers) and exit,
-    /// without keys or a listener: `enygma-server --openapi > crates/enygma-server/openapi.json`
-    /// regenerates the committed file. A command, so it has no environment variable.
-    #[arg(long)]
+    /// The former spelling of the `openapi` command, kept for the scripts that use it.
+    #[arg(long, hide = true)]
     pub openapi: bool,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
 
     #[command(flatten)]
     pub access: AccessArgs,
@@ -240,6 +250,22 @@ fn refill_time(per_second: f64) -> Duration {
         Duration::from_secs_f64(1.0 / per_second)
     } else {
         Duration::MAX
+    }
+}
+
+/// What the binary does instead of serving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::Subcommand)]
+pub enum Command {
+    /// Print the service's OpenAPI 3.1 document (what GET /openapi.json answers) and exit,
+    /// without keys or a listener: `enygma-server openapi > crates/enygma-server/openapi.json`
+    /// regenerates the committed file.
+    Openapi,
+}
+
+impl Args {
+    /// Whether to print the OpenAPI document instead of serving (`openapi`, or `--openapi`).
+    pub fn prints_openapi(&self) -> bool {
+        self.openapi || self.command == Some(Command::Openapi)
     }
 }
 
@@ -560,11 +586,11 @@ impl Args {
 
 /// TLS, mTLS, bearer tokens and the connection-level limits.
 #[derive(Clone, Debug, clap::Args)]
-#[command(next_help_heading = "Transport and access control")]
 pub struct AccessArgs {
     /// Serve HTTPS with this certificate chain (PEM, leaf first). Reloaded with the key on
     /// SIGHUP without dropping connections.
     #[arg(
+        help_heading = H_LISTEN,
         long,
         env = "ENYGMA_TLS_CERT",
         requires = "tls_key",
@@ -574,6 +600,7 @@ pub struct AccessArgs {
 
     /// Private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(
+        help_heading = H_LISTEN,
         long,
         env = "ENYGMA_TLS_KEY",
         requires = "tls_cert",
@@ -584,6 +611,7 @@ pub struct AccessArgs {
     /// Require a client certificate signed by one of these CAs (PEM); other clients are refused
     /// during the TLS handshake (mTLS). Needs --tls-cert. Reloaded on SIGHUP.
     #[arg(
+        help_heading = H_LISTEN,
         long,
         env = "ENYGMA_TLS_CLIENT_CA",
         requires = "tls_cert",
@@ -596,6 +624,7 @@ pub struct AccessArgs {
     /// client CA that no rule names is refused at the handshake. Needs --tls-client-ca.
     /// Reloaded on SIGHUP.
     #[arg(
+        help_heading = H_LISTEN,
         long,
         env = "ENYGMA_TLS_CLIENT_NAMES",
         requires = "tls_client_ca",
@@ -607,6 +636,7 @@ pub struct AccessArgs {
     /// client CA) revoke, at the handshake; on SIGHUP the lists are read again and the open
     /// connections of the certificates they now revoke are closed. Needs --tls-client-ca.
     #[arg(
+        help_heading = H_LISTEN,
         long,
         env = "ENYGMA_CLIENT_CRL",
         requires = "tls_client_ca",
@@ -620,39 +650,39 @@ pub struct AccessArgs {
     /// lines and lines starting with # are skipped; a token has at least 16 characters of
     /// [A-Za-z0-9-._~+/=], a name 1 to 64 of [A-Za-z0-9._-]. Reloaded on SIGHUP (the whole
     /// file is checked before it replaces the previous tokens).
-    #[arg(long, env = "ENYGMA_AUTH_TOKEN_FILE", value_name = "FILE")]
+    #[arg(help_heading = H_CALLERS, long, env = "ENYGMA_AUTH_TOKEN_FILE", value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
 
     /// Require a bearer token from this file (same format) on /metrics [default: /metrics open].
-    #[arg(long, env = "ENYGMA_METRICS_TOKEN_FILE", value_name = "FILE")]
+    #[arg(help_heading = H_CALLERS, long, env = "ENYGMA_METRICS_TOKEN_FILE", value_name = "FILE")]
     pub metrics_token_file: Option<PathBuf>,
 
     /// A connection must complete its TLS handshake and send a complete request head within
     /// this time of opening or of its previous response, else it is closed (HTTP/2: when no
     /// stream is open for this long).
-    #[arg(long, env = "ENYGMA_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
 
     /// A request body must arrive completely within this time of its head, else 408 and the
     /// connection is closed (before the request takes a queue place).
-    #[arg(long, env = "ENYGMA_BODY_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_BODY_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub body_read_timeout: Duration,
 
     /// Most client connections open at once; further clients wait in the kernel's accept
     /// backlog until one closes.
-    #[arg(long, env = "ENYGMA_MAX_CONNECTIONS", default_value_t = 1024,
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_MAX_CONNECTIONS", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
 
     /// Largest request head (request line and headers; HTTP/2: the header list) in bytes, at
     /// least 8192 (hyper's smallest read buffer); larger heads get 431 (HTTP/1.1) or a stream
     /// reset (HTTP/2).
-    #[arg(long, env = "ENYGMA_MAX_HEADER_BYTES", default_value_t = 16 * 1024,
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_MAX_HEADER_BYTES", default_value_t = 16 * 1024,
           value_parser = clap::value_parser!(u32).range(8192..=1024 * 1024))]
     pub max_header_bytes: u32,
 
     /// Most concurrent HTTP/2 streams (requests) per connection.
-    #[arg(long, env = "ENYGMA_HTTP2_MAX_STREAMS", default_value_t = 16,
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_HTTP2_MAX_STREAMS", default_value_t = 16,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub http2_max_streams: u32,
 
@@ -660,7 +690,7 @@ pub struct AccessArgs {
     /// Most connections from one client address at once; more are closed right after accept.
     /// The default leaves room for the reference's stress test (100 concurrent requests from one
     /// client) while one address alone holds at most an eighth of the default --max-connections.
-    #[arg(long, env = "ENYGMA_MAX_CONNECTIONS_PER_IP", default_value_t = 128,
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_MAX_CONNECTIONS_PER_IP", default_value_t = 128,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections_per_ip: u32,
 
@@ -670,27 +700,27 @@ pub struct AccessArgs {
     /// oldest such connection without a request in progress (closed at once), so that they
     /// never hold the slots of those that authenticated nor keep a newcomer out [default: half
     /// of --max-connections].
-    #[arg(long, env = "ENYGMA_MAX_UNAUTHENTICATED_CONNECTIONS",
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_MAX_UNAUTHENTICATED_CONNECTIONS",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_unauthenticated_connections: Option<u32>,
 
     /// A TLS handshake must finish within this time of connecting (at most
     /// --header-read-timeout), else the connection is closed.
-    #[arg(long, env = "ENYGMA_TLS_HANDSHAKE_TIMEOUT", default_value = "5s",
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_TLS_HANDSHAKE_TIMEOUT", default_value = "5s",
           value_parser = parse_nonzero_duration)]
     pub tls_handshake_timeout: Duration,
 
     /// A connection older than this is closed gracefully: the response in progress gets
     /// `Connection: close` (HTTP/2: GOAWAY, the streams in progress finish). Clients reconnect
     /// and are checked again, so a revoked client certificate or token stops within this time.
-    #[arg(long, env = "ENYGMA_MAX_CONNECTION_AGE", default_value = "10m",
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_MAX_CONNECTION_AGE", default_value = "10m",
           value_parser = parse_nonzero_duration)]
     pub max_connection_age: Duration,
 
     /// A connection on which no request has authenticated within this time of its accept (a
     /// valid bearer token; with mTLS, the client certificate at the handshake; without tokens,
     /// any request but a probe) is closed, whatever it does meanwhile.
-    #[arg(long, env = "ENYGMA_UNAUTHENTICATED_TIMEOUT", default_value = "10s",
+    #[arg(help_heading = H_ADV, long, env = "ENYGMA_UNAUTHENTICATED_TIMEOUT", default_value = "10s",
           value_parser = parse_nonzero_duration)]
     pub unauthenticated_timeout: Duration,
 
@@ -699,14 +729,14 @@ pub struct AccessArgs {
     /// the client address it names counts for --max-connections-per-ip, the failed
     /// authentications and the logs. A connection from them without a valid header is closed;
     /// other clients' connections are read as they are [default: none].
-    #[arg(long, env = "ENYGMA_PROXY_PROTOCOL_FROM", value_name = "CIDR",
+    #[arg(help_heading = H_LISTEN, long, env = "ENYGMA_PROXY_PROTOCOL_FROM", value_name = "CIDR",
           value_delimiter = ',', value_parser = parse_network)]
     pub proxy_protocol_from: Vec<ipnet::IpNet>,
 
     /// Start even when the TLS private key or a token file is readable by group or others, or
     /// a proving key is writable by them (a warning instead of a refusal): for the setups whose
     /// files cannot be owner-only, e.g. a Kubernetes Secret volume mounted with `fsGroup`.
-    #[arg(long, env = "ENYGMA_ALLOW_SHARED_SECRET_FILES")]
+    #[arg(help_heading = H_KEYS, long, env = "ENYGMA_ALLOW_SHARED_SECRET_FILES")]
     pub allow_shared_secret_files: bool,
 }
 

@@ -19,10 +19,16 @@ use enygma_server::{reload_on_sighup, serve_with_admin, shutdown_signal, AppStat
 fn main() -> ExitCode {
     let malloc = enygma_server::malloc::tune();
     let args = Args::parse();
-    if args.openapi {
-        // Before any logging: stdout is the document.
-        print!("{}", enygma_server::openapi::document_json());
-        return ExitCode::SUCCESS;
+    if args.prints_openapi() {
+        // Before any logging: stdout is the document. A reader that stops early (`| head`)
+        // is no failure of ours.
+        use std::io::Write;
+        let written =
+            std::io::stdout().write_all(enygma_server::openapi::document_json().as_bytes());
+        return match written {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => ExitCode::FAILURE,
+            _ => ExitCode::SUCCESS,
+        };
     }
     init_tracing(args.log_format);
     install_panic_hook();

@@ -3,7 +3,7 @@
 //! server's error model (what each stage of [`crate::app`]'s pipeline answers). No path is
 //! written by hand. Served at `GET /openapi.json` and committed as
 //! `crates/enygma-server/openapi.json`; a test keeps the two equal. Regenerate with
-//! `cargo run -p enygma-server -- --openapi > crates/enygma-server/openapi.json`.
+//! `cargo run -p enygma-server -- openapi > crates/enygma-server/openapi.json`.
 //!
 //! Choices:
 //! - **Concrete paths per instance** (`/generateProofTransfer-6`): a body's array lengths and a

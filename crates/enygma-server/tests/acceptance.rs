@@ -1304,7 +1304,11 @@ async fn tls_tokens_and_sighup_reload_on_the_binary() {
         .filter(|l| l.contains("authentication failed"))
         .collect();
     assert_eq!(warned.len(), 1, "{warned:?}");
-    assert!(warned[0].contains("\"peer\":\"127.0.0.1\""), "{}", warned[0]);
+    assert!(
+        warned[0].contains("\"peer\":\"127.0.0.1\""),
+        "{}",
+        warned[0]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

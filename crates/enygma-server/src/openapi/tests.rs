@@ -100,7 +100,7 @@ fn the_committed_document_is_the_generated_one() {
             + 1;
         panic!(
             "{} differs from the generated document (first at line {line}); regenerate it: \
-             cargo run -p enygma-server -- --openapi > crates/enygma-server/openapi.json",
+             cargo run -p enygma-server -- openapi > crates/enygma-server/openapi.json",
             path.display()
         );
     }
