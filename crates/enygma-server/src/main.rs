@@ -9,7 +9,7 @@ use tracing_subscriber::EnvFilter;
 
 use enygma_server::admission::ProveThreads;
 use enygma_server::auth::{Auth, TokenFile};
-use enygma_server::config::{AccessArgs, AdminBind, Args, LogFormat};
+use enygma_server::config::{AccessArgs, AdminBind, AdmissionConfig, Args, LogFormat};
 use enygma_server::file_modes::{self, FileKind};
 use enygma_server::prover::{missing_proving_keys, non_ceremony_keys, RealBackend};
 use enygma_server::tls::Tls;
@@ -59,18 +59,148 @@ fn main() -> ExitCode {
     ExitCode::from(exit as u8)
 }
 
+/// Why the service did not start (exit code 2). Logged once, at ERROR, with what to do.
+#[derive(Debug, thiserror::Error)]
+enum StartupError {
+    /// A flag's value that only makes sense once resolved (`--precompute` naming an instance
+    /// not hosted, an admission layout that cannot be built, ...).
+    #[error("{0}")]
+    Config(String),
+    #[error(
+        "--require-keys: proving keys of hosted circuits are missing: {0}; not starting \
+         (provide them, or host fewer circuits with --circuits)"
+    )]
+    MissingKeys(String),
+    #[error(
+        "--require-ceremony-keys: hosted circuits have keys that do not come from a ceremony: \
+         {0}; not starting (import the ceremony's zkeys with `enygma import-zkey`, see \
+         docs/production-keys.md)"
+    )]
+    NonCeremonyKeys(String),
+    /// A secret others may read, or a proving key others may write, one a line.
+    #[error("not starting: {0}")]
+    FileModes(String),
+    /// A TLS or token file that cannot be loaded.
+    #[error("{0}")]
+    Access(String),
+    #[error("cannot listen on {addr}: {error}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        error: std::io::Error,
+    },
+    #[error(
+        "cannot listen on the admin address {addr}: {error}; give each server on a host its \
+         own --admin-bind, or --admin-bind none"
+    )]
+    AdminListen {
+        addr: std::net::SocketAddr,
+        error: std::io::Error,
+    },
+}
+
+/// The service's start, step by step; every refusal is a [`StartupError`].
 async fn run(args: Args) -> Exit {
+    match start(&args).await {
+        Ok(started) => started.serve(&args).await,
+        Err(e) => {
+            for line in e.to_string().lines() {
+                tracing::error!("cannot start: {line}");
+            }
+            Exit::Startup
+        }
+    }
+}
+
+/// Everything resolved and bound, before the keys load.
+struct Started {
+    state: Arc<AppState<RealBackend>>,
+    hosted: Vec<enygma_prover::Instance>,
+    precomputed: Vec<enygma_prover::Instance>,
+    listener: tokio::net::TcpListener,
+    admin: Option<tokio::net::TcpListener>,
+    transport: Transport,
+}
+
+async fn start(args: &Args) -> Result<Started, StartupError> {
     let mut admission = args.admission();
     let hosted = args.hosted();
-    let circuits: Vec<String> = hosted.iter().map(|i| i.key_stem()).collect();
-    let precomputed = match args.precomputed() {
-        Ok(list) => list,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot start");
-            return Exit::Startup;
-        }
+    let precomputed = args.precomputed().map_err(StartupError::Config)?;
+    log_settings(args, &admission, &hosted, &precomputed);
+    check_keys(args, &hosted)?;
+    check_file_modes(args, &hosted)?;
+    let (tls, auth) = load_access(&args.access)?;
+    let limits = args.limits();
+    log_access(&tls, &auth, &limits);
+    log_admission(&admission);
+    share_among_callers(&mut admission, &auth, &tls);
+    for warning in args.access.exposure_warnings(args.bind) {
+        tracing::warn!(bind = %args.bind, port = args.port, "{warning}");
+    }
+    let tables = args.tables(precomputed.clone());
+    tracing::info!(
+        table_memory = %tables.budget,
+        build_after_proofs = enygma_server::tables::BUILD_AFTER_PROOFS,
+        "precomputed MSM tables for the circuits that receive proofs"
+    );
+    let state = AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone())
+        .map_err(StartupError::Config)?;
+    let state = Arc::new(state.with_auth(auth.clone()).with_tables(tables));
+    // Installed before the server says it listens, whatever is configured: from then on a
+    // SIGHUP reloads (or logs that there is nothing to reload), never kills.
+    tokio::spawn(reload_on_sighup(
+        tls.clone(),
+        auth,
+        state.metrics.clone(),
+        args.access.allow_shared_secret_files,
+    ));
+    let listener = bind_api(args).await?;
+    let admin = bind_admin(args.admin_bind).await?;
+    Ok(Started {
+        state,
+        hosted,
+        precomputed,
+        listener,
+        admin,
+        transport: Transport { tls, limits },
+    })
+}
+
+impl Started {
+    /// Serves until a signal stops it, the keys loading in the background.
+    async fn serve(self, args: &Args) -> Exit {
+        let (keys_dir, missing_keys) = (args.keys_dir.clone(), args.missing_keys());
+        let (hosted, precomputed) = (self.hosted, self.precomputed);
+        serve_with_admin(
+            self.listener,
+            self.admin,
+            self.state,
+            move || {
+                let backend = RealBackend::load(&keys_dir, &hosted, missing_keys, &precomputed)?;
+                // What the load freed (setup-mode synthesis, key file bytes) would otherwise
+                // stay resident: see `malloc::release_free_memory`.
+                enygma_server::malloc::release_free_memory();
+                Ok(backend)
+            },
+            shutdown_signal(),
+            args.drain_timeout(),
+            self.transport,
+        )
+        .await
+    }
+}
+
+fn log_settings(
+    args: &Args,
+    admission: &AdmissionConfig,
+    hosted: &[enygma_prover::Instance],
+    precomputed: &[enygma_prover::Instance],
+) {
+    let stems = |list: &[enygma_prover::Instance]| -> String {
+        list.iter()
+            .map(|i| i.key_stem())
+            .collect::<Vec<_>>()
+            .join(",")
     };
-    let precomputed_stems: Vec<String> = precomputed.iter().map(|i| i.key_stem()).collect();
     tracing::info!(
         max_inflight = admission.max_inflight.map(|n| n as u64),
         prove_threads = admission.prove_threads.pool_threads(),
@@ -81,56 +211,35 @@ async fn run(args: Args) -> Exit {
         body_limit = args.body_limit,
         keys_dir = %args.keys_dir.display(),
         unlimited = args.unlimited,
-        circuits = %circuits.join(","),
+        circuits = %stems(hosted),
         require_keys = args.require_keys,
         require_ceremony_keys = args.require_ceremony_keys,
-        precompute = %precomputed_stems.join(","),
+        precompute = %stems(precomputed),
         pin_cpus = admission.pin_cpus,
         msm_arithmetic = ?enygma_prover::MsmArithmetic::detected(),
         "starting enygma-server"
     );
+}
+
+/// `--require-keys` and `--require-ceremony-keys`, before anything listens.
+fn check_keys(args: &Args, hosted: &[enygma_prover::Instance]) -> Result<(), StartupError> {
     if args.require_keys {
-        let missing = missing_proving_keys(&args.keys_dir, &hosted);
+        let missing = missing_proving_keys(&args.keys_dir, hosted);
         if !missing.is_empty() {
             let files: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
-            tracing::error!(
-                missing = %files.join(", "),
-                "--require-keys: proving keys of hosted circuits are missing; not starting (provide them, or host fewer circuits with --circuits)"
-            );
-            return Exit::Startup;
+            return Err(StartupError::MissingKeys(files.join(", ")));
         }
     }
     if args.require_ceremony_keys {
-        let refused = non_ceremony_keys(&args.keys_dir, &hosted);
+        let refused = non_ceremony_keys(&args.keys_dir, hosted);
         if !refused.is_empty() {
-            tracing::error!(
-                keys = %refused.join("; "),
-                "--require-ceremony-keys: hosted circuits have keys that do not come from a ceremony; not starting (import the ceremony's zkeys with `enygma import-zkey`, see docs/production-keys.md)"
-            );
-            return Exit::Startup;
+            return Err(StartupError::NonCeremonyKeys(refused.join("; ")));
         }
     }
-    let access = &args.access;
-    if let Err(refused) = check_file_modes(&args, &hosted) {
-        if access.allow_shared_secret_files {
-            for line in refused.lines() {
-                tracing::warn!("--allow-shared-secret-files: {line}");
-            }
-        } else {
-            for line in refused.lines() {
-                tracing::error!("not starting: {line}");
-            }
-            return Exit::Startup;
-        }
-    }
-    let (tls, auth) = match (load_tls(access), load_auth(access)) {
-        (Ok(tls), Ok(auth)) => (tls, auth),
-        (Err(e), _) | (_, Err(e)) => {
-            tracing::error!(error = %e, "cannot start");
-            return Exit::Startup;
-        }
-    };
-    let limits = args.limits();
+    Ok(())
+}
+
+fn log_access(tls: &Option<Arc<Tls>>, auth: &Auth, limits: &enygma_server::transport::Limits) {
     tracing::info!(
         tls = tls.is_some(),
         client_certificates = tls.as_ref().is_some_and(|t| t.requires_client_cert()),
@@ -143,10 +252,15 @@ async fn run(args: Args) -> Exit {
         http2_max_streams = limits.http2_max_streams,
         max_unauthenticated_connections = limits.max_unauthenticated,
         max_connections_per_ip = limits.max_connections_per_ip,
+        unauthenticated_timeout_s = limits.unauthenticated_timeout.as_secs_f64(),
+        trusted_proxies = limits.trusted_proxies.len(),
         tls_handshake_timeout_s = limits.tls_handshake_timeout.as_secs_f64(),
         max_connection_age_s = limits.max_connection_age.as_secs_f64(),
         "transport and access control"
     );
+}
+
+fn log_admission(admission: &AdmissionConfig) {
     match (admission.max_inflight, admission.prove_threads) {
         (Some(slots), ProveThreads::Adaptive(threads)) => tracing::info!(
             slots,
@@ -166,102 +280,57 @@ async fn run(args: Args) -> Exit {
             "admission: unlimited, every proof on a fresh pool of its own"
         ),
     }
-    if let Some(fair) = &mut admission.fair {
-        // A share for every caller the configuration names; the rest share `anonymous`.
-        fair.callers = [&auth.api, &auth.metrics]
-            .into_iter()
-            .flatten()
-            .flat_map(|t| t.callers())
-            .chain(tls.iter().flat_map(|t| t.callers()))
-            .collect();
-        let names: Vec<(String, u32)> = fair
-            .shares()
-            .into_iter()
-            .map(|(c, w)| (c.to_string(), w))
-            .collect();
-        tracing::info!(
-            callers = ?names,
-            caller_queue_depth = fair.caller_queue_depth,
-            caller_max_inflight = fair.caller_max_inflight,
-            "admission: fair shares per caller (plus anonymous)"
-        );
-    } else {
+}
+
+/// Under fair shares, a share for every caller the token files and the client certificate
+/// names name; the rest share `anonymous`.
+fn share_among_callers(admission: &mut AdmissionConfig, auth: &Auth, tls: &Option<Arc<Tls>>) {
+    let Some(fair) = &mut admission.fair else {
         tracing::info!("admission: one FIFO queue for every caller");
-    }
-    for warning in access.exposure_warnings(args.bind) {
-        tracing::warn!(bind = %args.bind, port = args.port, "{warning}");
-    }
-    let tables = args.tables(precomputed.clone());
+        return;
+    };
+    fair.callers = [&auth.api, &auth.metrics]
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t.callers())
+        .chain(tls.iter().flat_map(|t| t.callers()))
+        .collect();
+    let names: Vec<(String, u32)> = fair
+        .shares()
+        .into_iter()
+        .map(|(c, w)| (c.to_string(), w))
+        .collect();
     tracing::info!(
-        table_memory = %tables.budget,
-        build_after_proofs = enygma_server::tables::BUILD_AFTER_PROOFS,
-        "precomputed MSM tables for the circuits that receive proofs"
+        callers = ?names,
+        caller_queue_depth = fair.caller_queue_depth,
+        caller_max_inflight = fair.caller_max_inflight,
+        "admission: fair shares per caller (plus anonymous)"
     );
-    let state = match AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone()) {
-        Ok(state) => Arc::new(state.with_auth(auth.clone()).with_tables(tables)),
-        Err(e) => {
-            tracing::error!(error = %e, "cannot start");
-            return Exit::Startup;
-        }
-    };
-    // Installed before the server says it listens, whatever is configured: from then on a
-    // SIGHUP reloads (or logs that there is nothing to reload), never kills.
-    tokio::spawn(reload_on_sighup(
-        tls.clone(),
-        auth.clone(),
-        state.metrics.clone(),
-        access.allow_shared_secret_files,
-    ));
-    let listener = match tokio::net::TcpListener::bind((args.bind, args.port)).await {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::error!(error = %e, bind = %args.bind, port = args.port, "cannot listen");
-            return Exit::Startup;
-        }
-    };
+}
+
+async fn bind_api(args: &Args) -> Result<tokio::net::TcpListener, StartupError> {
+    let addr = std::net::SocketAddr::new(args.bind, args.port);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|error| StartupError::Listen { addr, error })?;
     match listener.local_addr() {
         Ok(addr) => tracing::info!(addr = %addr, "listening"),
         Err(e) => tracing::warn!(error = %e, "listening (address unknown)"),
     }
-    let admin = match bind_admin(args.admin_bind).await {
-        Ok(admin) => admin,
-        Err(()) => return Exit::Startup,
-    };
-    let (keys_dir, missing_keys) = (args.keys_dir.clone(), args.missing_keys());
-    serve_with_admin(
-        listener,
-        admin,
-        state,
-        move || {
-            let backend = RealBackend::load(&keys_dir, &hosted, missing_keys, &precomputed)?;
-            // What the load freed (setup-mode synthesis, key file bytes) would otherwise stay
-            // resident: see `malloc::release_free_memory`.
-            enygma_server::malloc::release_free_memory();
-            Ok(backend)
-        },
-        shutdown_signal(),
-        args.drain_timeout(),
-        Transport { tls, limits },
-    )
-    .await
+    Ok(listener)
 }
 
-/// The admin listener (`--admin-bind`), bound; a bind failure stops the start (logged).
-async fn bind_admin(bind: AdminBind) -> Result<Option<tokio::net::TcpListener>, ()> {
+/// The admin listener (`--admin-bind`), bound.
+async fn bind_admin(bind: AdminBind) -> Result<Option<tokio::net::TcpListener>, StartupError> {
     let Some(addr) = bind.0 else {
         tracing::info!(
             "no admin listener (--admin-bind none): probes and /metrics on the API port only"
         );
         return Ok(None);
     };
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        tracing::error!(
-            error = %e,
-            admin_bind = %addr,
-            "cannot listen on the admin address: give each server on a host its own \
-             --admin-bind, or --admin-bind none"
-        )
-    })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|error| StartupError::AdminListen { addr, error })?;
     let bound = listener.local_addr().unwrap_or(addr);
     tracing::info!(
         addr = %bound,
@@ -272,33 +341,43 @@ async fn bind_admin(bind: AdminBind) -> Result<Option<tokio::net::TcpListener>, 
 }
 
 /// The modes of the configured secrets and of the hosted instances' proving keys
-/// ([`enygma_server::file_modes`]).
-fn check_file_modes(args: &Args, hosted: &[enygma_prover::Instance]) -> Result<(), String> {
+/// ([`enygma_server::file_modes`]): refused, or with `--allow-shared-secret-files` warned.
+fn check_file_modes(args: &Args, hosted: &[enygma_prover::Instance]) -> Result<(), StartupError> {
     let mut files = args.access.secret_files();
     files.extend(hosted.iter().map(|&i| {
         let key = enygma_prover::keys::KeyPaths::new(&args.keys_dir, i).proving;
         ("--keys-dir", key, FileKind::ProvingKey)
     }));
-    file_modes::check_all(&files)
+    match file_modes::check_all(&files) {
+        Ok(()) => Ok(()),
+        Err(refused) if args.access.allow_shared_secret_files => {
+            for line in refused.lines() {
+                tracing::warn!("--allow-shared-secret-files: {line}");
+            }
+            Ok(())
+        }
+        Err(refused) => Err(StartupError::FileModes(refused)),
+    }
 }
 
-fn load_tls(access: &AccessArgs) -> Result<Option<Arc<Tls>>, String> {
-    access
+/// The TLS files and the token files.
+fn load_access(access: &AccessArgs) -> Result<(Option<Arc<Tls>>, Arc<Auth>), StartupError> {
+    let tls = access
         .tls_files()
         .map(|files| Tls::load(files).map(Arc::new))
         .transpose()
-}
-
-fn load_auth(access: &AccessArgs) -> Result<Arc<Auth>, String> {
+        .map_err(StartupError::Access)?;
     let load = |path: &Option<std::path::PathBuf>, flag| {
         path.as_deref()
             .map(|p| TokenFile::load(p, flag))
             .transpose()
+            .map_err(StartupError::Access)
     };
-    Ok(Arc::new(Auth {
+    let auth = Auth {
         api: load(&access.auth_token_file, "--auth-token-file")?,
         metrics: load(&access.metrics_token_file, "--metrics-token-file")?,
-    }))
+    };
+    Ok((tls, Arc::new(auth)))
 }
 
 fn init_tracing(format: LogFormat) {
