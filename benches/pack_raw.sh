@@ -14,11 +14,14 @@ if [ -e raw.tar.xz ]; then
   exit 1
 fi
 
-# The same names as benches/results/.gitignore.
-mapfile -t raw < <(find . -type f \( -name requests.csv -o -name rss.csv \
-  -o -name 'server*.log' -o -name 'server*.log.gz' -o -name 'replica-*.log' -o -name 'replica-*.log.gz' \
-  -o -name 'haproxy-*.log' -o -name 'haproxy-*.log.gz' -o -name burst.csv -o -name triggers.csv \) \
-  | sed 's|^\./||' | LC_ALL=C sort)
+# The same names as benches/results/.gitignore, each also gzipped (run_load.sh and soak.sh gzip
+# files over 1 MB, multi_replica.sh the replicas' logs).
+names=(requests.csv rss.csv 'server*.log' 'replica-*.log' 'haproxy-*.log' burst.csv triggers.csv)
+match=()
+for n in "${names[@]}"; do match+=(-o -name "$n" -o -name "$n.gz"); done
+# Unzipped first: xz packs the plain text a third smaller than it can pack gzip's output.
+find . -type f \( "${match[@]:1}" \) -name '*.gz' -exec gzip -d {} +
+mapfile -t raw < <(find . -type f \( "${match[@]:1}" \) | sed 's|^\./||' | LC_ALL=C sort)
 if [ ${#raw[@]} -eq 0 ]; then
   echo "$run: no raw output to pack" >&2
   exit 0
