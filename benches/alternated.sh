@@ -14,6 +14,7 @@
 # print one row per run: throughput, p50 and the internal prove p50 at each level.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 OUT=${1:?usage: benches/alternated.sh OUT [ROUNDS]}
 ROUNDS=${2:-3}
 VARIANTS=${VARIANTS:-"default=;2x1-pre=--max-inflight 2 --prove-threads 1 --precompute transfer-k6"}
@@ -25,13 +26,9 @@ PORT=${PORT:-3003}
 POOL_SIZE=${POOL_SIZE:-64}
 SEED=${SEED:-1}
 
-cargo build --release -p enygma-server -p enygma-loadgen -p enygma-cli
+build_load_binaries --release
 REQUESTS=target/loadgen-requests/$CIRCUIT-seed$SEED-n$POOL_SIZE
-if [ -z "$(ls -A "$REQUESTS" 2>/dev/null)" ]; then
-    mkdir -p "$REQUESTS"
-    target/release/enygma gen-request --circuit "$CIRCUIT" --seed "$SEED" --count "$POOL_SIZE" \
-        --out "$REQUESTS"
-fi
+request_pool target/release/enygma "$REQUESTS" "$SEED" "$POOL_SIZE" --circuit "$CIRCUIT"
 # The tables' metric carries the statement, and k for the payment statements.
 stem=${CIRCUIT%-k[0-9]*}
 selector="enygma_table_bytes{statement=\"$stem\"}"

@@ -26,6 +26,7 @@
 # B_INFLIGHT, POOL_SIZE (64), SEED (1), PORT (3023), KEYS (keys), OUT. Talks to 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 
 QUICK=0
 for arg in "$@"; do
@@ -55,16 +56,14 @@ URL="http://127.0.0.1:$PORT"
 [ "$PROFILE" = debug ] || [ "$PROFILE" = release ] || { echo "PROFILE is debug or release" >&2; exit 2; }
 if [ "${BUILD:-1}" = 1 ]; then
   if [ "$PROFILE" = release ]; then release=--release; else release=; fi
-  cargo build $release -p enygma-server -p enygma-loadgen -p enygma-cli
+  build_load_binaries $release
 fi
 BIN=${CARGO_TARGET_DIR:-target}/$PROFILE
 SERVER_BIN=${SERVER_BIN:-$BIN/enygma-server}
 LOADGEN_BIN=${LOADGEN_BIN:-$BIN/enygma-loadgen}
 ENYGMA_BIN=${ENYGMA_BIN:-$BIN/enygma}
 
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-slug=$(echo "$cpu" | tr 'A-Z' 'a-z' | sed -E 's/\(r\)|\(tm\)|cpu|@.*|[0-9]+-core.*|processor//g; s/[^a-z0-9]+/-/g; s/^-|-$//g' | cut -d- -f1-3)
-OUT=${OUT:-benches/results/$(date -u +%F)-$slug-fair-shares}
+OUT=${OUT:-benches/results/$(date -u +%F)-$(cpu_slug "$(cpu_model)")-fair-shares}
 mkdir -p "$OUT"
 
 # Secrets stay in a private temporary directory, removed at exit.
@@ -83,10 +82,7 @@ metrics_token=$(new_token)
  printf 'Authorization: Bearer %s\n' "$metrics_token" >"$secrets/metrics.header")
 
 REQUESTS=${REQUESTS:-target/loadgen-requests/$CIRCUIT-seed$SEED-n$POOL_SIZE}
-if [ -z "$(ls -A "$REQUESTS" 2>/dev/null)" ]; then
-  mkdir -p "$REQUESTS"
-  "$ENYGMA_BIN" gen-request --circuit "$CIRCUIT" --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
-fi
+request_pool "$ENYGMA_BIN" "$REQUESTS" "$SEED" "$POOL_SIZE" --circuit "$CIRCUIT"
 
 # A server with its defaults but the admission mode; its log goes to OUT/server-MODE.log.
 start_server() {

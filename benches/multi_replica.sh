@@ -19,6 +19,7 @@
 # CIRCUITS, ...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 
 PROFILE=${PROFILE:-release}
 LEVELS=${LEVELS:-3,6,12}
@@ -30,7 +31,7 @@ SEED=${SEED:-1}
 
 if [ "${BUILD:-1}" = 1 ]; then
   if [ "$PROFILE" = release ]; then release=--release; else release=; fi
-  cargo build $release -p enygma-server -p enygma-loadgen -p enygma-cli
+  build_load_binaries $release
 fi
 BIN=target/$PROFILE
 [ "$PROFILE" = debug ] || [ "$PROFILE" = release ] || { echo "PROFILE is debug or release" >&2; exit 2; }
@@ -40,14 +41,10 @@ ENYGMA_BIN=${ENYGMA_BIN:-$BIN/enygma}
 "$ENYGMA_BIN" setup --keep-existing
 
 REQUESTS=${REQUESTS:-target/loadgen-requests/transfer-k6-seed$SEED-n$POOL_SIZE}
-if [ -z "$(ls -A "$REQUESTS" 2>/dev/null)" ]; then
-  mkdir -p "$REQUESTS"
-  "$ENYGMA_BIN" gen-request --circuit transfer --k 6 --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
-fi
+request_pool "$ENYGMA_BIN" "$REQUESTS" "$SEED" "$POOL_SIZE" --circuit transfer --k 6
 
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-slug=$(echo "$cpu" | tr 'A-Z' 'a-z' | sed -E 's/\(r\)|\(tm\)|cpu|@.*|[0-9]+-core.*|processor//g; s/[^a-z0-9]+/-/g; s/^-|-$//g' | cut -d- -f1-3)
-OUT=${OUT:-benches/results/$(date -u +%F)-$slug-multi-replica}
+cpu=$(cpu_model)
+OUT=${OUT:-benches/results/$(date -u +%F)-$(cpu_slug "$cpu")-multi-replica}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 

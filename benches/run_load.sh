@@ -23,6 +23,7 @@
 # Full schedule: about 2 x 11 min (A and B) + 3 x 5.5 min (sweep), plus server start-ups.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 
 # A statement instance of the registry (enygma_prover::statements): the CLI generates its
 # requests and the load generator posts them to its proving route.
@@ -47,13 +48,10 @@ REFERENCE_CMD=${REFERENCE_CMD:-}
 REFERENCE_DIR=${REFERENCE_DIR:-}
 REFERENCE_URL=${REFERENCE_URL:-http://127.0.0.1:3003}
 
-cargo build --release -p enygma-server -p enygma-loadgen -p enygma-cli
+build_load_binaries --release
 
 REQUESTS=${REQUESTS:-target/loadgen-requests/$CIRCUIT-seed$SEED-n$POOL_SIZE}
-if [ -z "$(ls -A "$REQUESTS" 2>/dev/null)" ]; then
-    mkdir -p "$REQUESTS"
-    target/release/enygma gen-request --circuit "$CIRCUIT" --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
-fi
+request_pool target/release/enygma "$REQUESTS" "$SEED" "$POOL_SIZE" --circuit "$CIRCUIT"
 
 args=(ab
     --server-cmd target/release/enygma-server --keys-dir "$KEYS_DIR" --port "$PORT"

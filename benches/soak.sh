@@ -15,6 +15,7 @@
 # Nothing else may run on the machine meanwhile: the windows measure the CPU's throughput.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 
 CIRCUIT=${CIRCUIT:-transfer-k6}
 CONCURRENCY=${CONCURRENCY:-4}
@@ -27,13 +28,10 @@ PORT=${PORT:-3013}
 KEYS_DIR=${KEYS_DIR:-keys}
 OUT=${OUT:-benches/results/$(date -u +%F)-soak-$CIRCUIT}
 
-cargo build --release -p enygma-server -p enygma-loadgen -p enygma-cli
+build_load_binaries --release
 
 REQUESTS=target/loadgen-requests/$CIRCUIT-seed$SEED-n$POOL_SIZE
-if [ -z "$(ls -A "$REQUESTS" 2>/dev/null)" ]; then
-    mkdir -p "$REQUESTS"
-    target/release/enygma gen-request --circuit "$CIRCUIT" --seed "$SEED" --count "$POOL_SIZE" --out "$REQUESTS"
-fi
+request_pool target/release/enygma "$REQUESTS" "$SEED" "$POOL_SIZE" --circuit "$CIRCUIT"
 
 status=0
 target/release/enygma-loadgen run \

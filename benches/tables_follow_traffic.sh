@@ -23,6 +23,7 @@
 # PORT (3031), ADMIN_PORT (9471), KEYS (keys), OUT, BUILD (1). Talks to 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 
 ROUNDS=${ROUNDS:-2}
 IDLE=${IDLE:-10}
@@ -34,7 +35,7 @@ KEYS=${KEYS:-keys}
 URL="http://127.0.0.1:$PORT"
 ADMIN="http://127.0.0.1:$ADMIN_PORT"
 if [ "${BUILD:-1}" = 1 ]; then
-  cargo build --release -j 2 -p enygma-server -p enygma-loadgen -p enygma-cli
+  build_load_binaries --release -j 2
 fi
 BIN=${CARGO_TARGET_DIR:-target}/release
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //; s/([^)]*)//g; s/ \+/ /g' \
