@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs a run directory's raw output (per-request CSVs, RSS samples, server, replica and HAProxy
-# logs) into RUN/raw.tar.xz and deletes the unpacked files, so that benches/results/ keeps its
-# summaries as files and stays small (benches/results/README.md, "Raw logs").
+# logs) into RUN/raw.tar.xz and deletes the unpacked files, and redraws its charts' grid lines
+# as one path each, so that benches/results/ keeps its summaries as files and stays small
+# (benches/results/README.md, "Raw logs").
 #
 #   benches/pack_raw.sh benches/results/DATE-NAME
 set -euo pipefail
@@ -31,6 +32,8 @@ fi
 tar --owner=0 --group=0 --numeric-owner --mtime=@0 --no-recursion -cf - -- "${raw[@]}" \
   | xz -9e > raw.tar.xz
 rm -- "${raw[@]}"
+# The charts drawn smaller, the same picture (benches/compact_svg.py).
+find . -name '*.svg' -print0 | xargs -0 -r python3 "$(dirname "$(readlink -f "$0")")/compact_svg.py"
 size=$(stat -c %s raw.tar.xz)
 echo "$run/raw.tar.xz: ${#raw[@]} files, $size bytes"
 if [ "$size" -gt 1000000 ]; then
