@@ -1,7 +1,9 @@
 //! The payment statements as constraints, generic over the kind and k. Each check is enforced
 //! with the gadget next to its native twin; hints (quotients, remainders, bits, selectors) are all
-//! tied down by constraints. The sender's index is private, so every per-member check runs for
-//! all k members and the sender's values are picked with the selector bits of check 1.
+//! tied down by constraints. The sender's index is a private input, so every per-member check
+//! runs for all k members and the sender's values are picked with the selector bits of check 1.
+//! (Check 12's nullifier, computed from public inputs only, reveals it all the same: see
+//! `docs/soundness.md`, P1.)
 //!
 //! Each check is one method of [`PaymentVars`], named as its native twin on
 //! [`PaymentInputs`] (`enforce_nullifier` ↔ `check_nullifier`), and enforced inside a constraint

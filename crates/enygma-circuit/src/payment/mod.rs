@@ -185,7 +185,8 @@ pub enum Dvp {
 /// Every value of one payment statement, public and private, as field elements. The private
 /// ones (everything but the public inputs listed in the module documentation) are
 /// [`Secret`]s: redacted in `Debug`, zeroized on drop. `sender_id` is one, since it tells which
-/// member of the anonymity set is paying.
+/// member of the anonymity set is paying (check 12's nullifier tells it too, from public inputs
+/// only: `docs/soundness.md`, P1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentInputs {
     pub sender_id: Secret<Fr>,
