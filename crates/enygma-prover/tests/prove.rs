@@ -327,6 +327,61 @@ fn deposit_and_withdraw_requests_failing_each_check_are_refused_with_the_check_n
     }
 }
 
+/// What a proof could carry but the ledger could not use: a member named twice in the anonymity
+/// set (any statement), a deposit of 10^36 or more (a note no join-split spends). Refused with
+/// their own checks, before any proving work.
+#[test]
+fn a_member_named_twice_and_a_deposit_of_ten_to_the_36_are_refused_naming_their_checks() {
+    use enygma_circuit::payment::{sender_tx_value, Spend};
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(46);
+    let refused = |kind: Kind, k: usize, t: &PaymentInputs| -> String {
+        match prepare(
+            instance(kind, k),
+            request::to_request_json(t).to_string().as_bytes(),
+        ) {
+            Err(e @ ProveError::CheckFailed(_)) => e.to_string(),
+            Err(e) => panic!("{kind}: refused as {e:?}, not by a check"),
+            Ok(_) => panic!("{kind}: accepted"),
+        }
+    };
+    for kind in [Kind::Transfer, Kind::Deposit, Kind::Withdraw] {
+        // The sender is member 1; members 0 and 3 become one, every value left consistent.
+        let mut twice = PaymentInputs::generate(kind, 4, 1, 30, 50, &mut rng);
+        twice.anonymity_set[3] = twice.anonymity_set[0];
+        assert_eq!(
+            refused(kind, 4, &twice),
+            "check 20 (distinct members) failed: anonymity_set[0] and anonymity_set[3] name one \
+             member",
+            "{kind}"
+        );
+    }
+    let good = PaymentInputs::generate(Kind::Deposit, 3, 2, 30, 50, &mut rng);
+    let big = Fr::from(num_bigint::BigUint::from(10u8).pow(36));
+    for (amount, accepted) in [(big - Fr::from(1u8), true), (big, false)] {
+        let mut spend = Spend::of(&good);
+        spend.balance = big;
+        spend.amount = amount;
+        spend.tx_values[spend.sender] = sender_tx_value(Kind::Deposit, &amount);
+        let deposit = spend.inputs();
+        if accepted {
+            assert_eq!(
+                sender_of(
+                    Kind::Deposit,
+                    3,
+                    request::to_request_json(&deposit).to_string().as_bytes()
+                ),
+                2
+            );
+        } else {
+            assert_eq!(
+                refused(Kind::Deposit, 3, &deposit),
+                "check 21 (deposit value range) failed: a deposit's sender_tx_value must be \
+                 below 10^36"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_stale_reference_samples_of_deposit_and_withdraw_are_refused_naming_a_field() {
     for (kind, k, name, field) in [

@@ -1,7 +1,9 @@
 //! The payment statements as constraints, generic over the kind and k. Each check is enforced
 //! with the gadget next to its native twin; hints (quotients, remainders, bits, selectors) are all
-//! tied down by constraints. The sender's index is private, so every per-member check runs for
-//! all k members and the sender's values are picked with the selector bits of check 1.
+//! tied down by constraints. The sender's index is a private input, so every per-member check
+//! runs for all k members and the sender's values are picked with the selector bits of check 1.
+//! (Check 12's nullifier, computed from public inputs only, reveals it all the same: see
+//! `docs/soundness.md`, P1.)
 //!
 //! Each check is one method of [`PaymentVars`], named as its native twin on
 //! [`PaymentInputs`] (`enforce_nullifier` ↔ `check_nullifier`), and enforced inside a constraint
@@ -25,12 +27,13 @@ use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, Synthesis
 
 use super::{Check, Deposit, Dvp, Kind, PaymentInputs, Withdraw, RANDOM_FACTOR_BITS, VALUE_BITS};
 use crate::{
+    amount,
     babyjubjub::{
         self,
         constraints::{pedersen, PointVar},
         Point,
     },
-    bits::{alloc_bits, enforce_integer_sum},
+    bits::{alloc_bits, enforce_at_most, enforce_integer_sum},
     dvp::{constraints as dvp_gadget, WITHDRAW_SLOTS},
     keys::constraints as keys,
     modl::{
@@ -472,6 +475,19 @@ impl<'a> PaymentVars<'a> {
         modl_gadgets::enforce_reduced(&self.random_value_bits)
     }
 
+    /// Check 20: the members of the anonymity set are pairwise distinct.
+    fn enforce_distinct_members(&self) -> Result<(), SynthesisError> {
+        namespace!(self.cs, Check::DistinctMembers);
+        enforce_distinct_members(&self.anonymity_set)
+    }
+
+    /// Check 21 of a deposit: v < 10^36, on the bits check 11 allocated (49 constraints: one for
+    /// the bits above 10^36's 120, 48 for the comparison of the rest, see `bits`).
+    fn enforce_deposit_value_range(&self) -> Result<(), SynthesisError> {
+        namespace!(self.cs, Check::DepositValueRange);
+        enforce_at_most(&self.amount_bits, &(amount::bound() - 1u32))
+    }
+
     /// Check 15 of a deposit: hash = DvpHash(pk, saltOut, v, address).
     fn enforce_dvp_hash(&self) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::DvpHash);
@@ -530,6 +546,31 @@ impl<'a> PaymentVars<'a> {
     }
 }
 
+/// Enforces what [`super::repeated_member`] checks: the members are pairwise distinct. For each
+/// pair i < j, one constraint `(mᵢ − mⱼ)·wᵢⱼ = 1` with the hint wᵢⱼ = 1 / (mᵢ − mⱼ): no wᵢⱼ
+/// satisfies it when mᵢ = mⱼ. k members cost k(k − 1)/2 constraints: 1 to 15 for k = 2..6.
+pub fn enforce_distinct_members(members: &[FpVar<Fr>]) -> Result<(), SynthesisError> {
+    enforce_distinct_members_with_hints(members, |a, b| {
+        // Equal members have no inverse; 0 leaves the constraint unsatisfied, as any hint would.
+        ark_ff::Field::inverse(&(a - b)).unwrap_or_default()
+    })
+}
+
+/// [`enforce_distinct_members`] with the hint wᵢⱼ computed by `inverse(mᵢ, mⱼ)` (tests forge it).
+fn enforce_distinct_members_with_hints(
+    members: &[FpVar<Fr>],
+    inverse: impl Fn(Fr, Fr) -> Fr,
+) -> Result<(), SynthesisError> {
+    for j in 0..members.len() {
+        for i in 0..j {
+            let (mi, mj) = (&members[i], &members[j]);
+            let w = FpVar::new_witness(members.cs(), || Ok(inverse(mi.value()?, mj.value()?)))?;
+            (mi - mj).mul_equals(&w, &FpVar::one())?;
+        }
+    }
+    Ok(())
+}
+
 impl ConstraintSynthesizer<Fr> for PaymentCircuit {
     /// The checks in the order of [`PaymentInputs::check`].
     fn generate_constraints(self, cs: ConstraintSystemRef<Fr>) -> Result<(), SynthesisError> {
@@ -556,9 +597,13 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         vars.enforce_tx_commitments()?;
         vars.enforce_random_factors(&sender)?;
         vars.enforce_random_value_range()?;
+        vars.enforce_distinct_members()?;
         match kind {
             Kind::Transfer => Ok(()),
-            Kind::Deposit => vars.enforce_dvp_hash(),
+            Kind::Deposit => {
+                vars.enforce_deposit_value_range()?;
+                vars.enforce_dvp_hash()
+            }
             Kind::Withdraw => vars.enforce_claimed_deposits(),
         }
     }
@@ -656,11 +701,12 @@ mod tests {
         }
     }
 
-    /// Transfer, deposit, withdraw; k = 2..6.
+    /// Transfer, deposit, withdraw; k = 2..6. Check 20 costs k(k − 1)/2 of them (1 to 15),
+    /// check 21 a deposit's 49.
     const EXPECTED_CONSTRAINTS: [[usize; 5]; 3] = [
-        [12_323, 16_312, 20_301, 24_290, 28_279],
-        [13_036, 17_019, 21_002, 24_985, 28_968],
-        [29_505, 33_488, 37_471, 41_454, 45_437],
+        [12_324, 16_315, 20_307, 24_300, 28_294],
+        [13_086, 17_071, 21_057, 25_044, 29_032],
+        [29_506, 33_491, 37_477, 41_464, 45_452],
     ];
 
     #[test]
@@ -1026,7 +1072,7 @@ mod tests {
             &mut rand_chacha::ChaCha8Rng::seed_from_u64(24),
         );
         type Edit = fn(&mut PaymentInputs);
-        let forgeries: [(&PaymentInputs, Check, Edit); 21] = [
+        let forgeries: [(&PaymentInputs, Check, Edit); 23] = [
             // The aliases mod L of a balance, of the receivers' values and of a random value.
             (&transfer, Check::BalanceRange, |t| {
                 *t = respend(t, |s| {
@@ -1093,6 +1139,19 @@ mod tests {
             (&withdraw, Check::EmptyDepositSlot, |t| {
                 withdraw_mut(t).hashes[5] = Fr::from(5u64)
             }),
+            // Two decoys that are one member: the sender (index 1) is there once.
+            (&transfer, Check::DistinctMembers, |t| {
+                t.anonymity_set[2] = t.anonymity_set[0]
+            }),
+            // A deposit of 10^36 from a balance of 10^36, every other value derived again.
+            (&deposit, Check::DepositValueRange, |t| {
+                *t = respend(t, |s| {
+                    let big = Fr::from(amount::bound().clone());
+                    s.balance = big;
+                    s.amount = big;
+                    s.tx_values[s.sender] = crate::payment::sender_tx_value(Kind::Deposit, &big);
+                })
+            }),
             // One deposit of 50 in two slots, credited 100.
             (&repeated, Check::DistinctDeposits, |t| {
                 withdraw_mut(t).claim_twice(0, 1)
@@ -1107,6 +1166,60 @@ mod tests {
                 trace.contains(check.label()),
                 "{check}: the first unsatisfied constraint is at\n{trace}"
             );
+        }
+    }
+
+    /// Allocates `members` and enforces check 20's gadget, with every hint `forged` when given
+    /// and the honest one otherwise; (satisfied, constraints).
+    fn distinct_members(members: &[Fr], forged: Option<Fr>) -> (bool, usize) {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        let vars: Vec<FpVar<Fr>> = members
+            .iter()
+            .map(|m| FpVar::new_input(cs.clone(), || Ok(*m)).unwrap())
+            .collect();
+        match forged {
+            None => enforce_distinct_members(&vars).unwrap(),
+            Some(w) => enforce_distinct_members_with_hints(&vars, |_, _| w).unwrap(),
+        }
+        (cs.is_satisfied().unwrap(), cs.num_constraints())
+    }
+
+    #[test]
+    fn distinct_members_gadget_agrees_with_native_and_costs_one_constraint_a_pair() {
+        use ark_ff::UniformRand;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+        for k in crate::SUPPORTED_K {
+            let distinct: Vec<Fr> = (0..k).map(|_| Fr::rand(&mut rng)).collect();
+            let mut sets = vec![distinct.clone(), vec![distinct[0]; k]];
+            for j in 1..k {
+                for i in 0..j {
+                    let mut set = distinct.clone();
+                    set[j] = set[i];
+                    sets.push(set);
+                }
+            }
+            // Neighbours differing by one, as generated anonymity sets do.
+            sets.push((0..k as u64).map(Fr::from).collect());
+            for set in sets {
+                let (satisfied, constraints) = distinct_members(&set, None);
+                assert_eq!(constraints, k * (k - 1) / 2);
+                assert_eq!(
+                    satisfied,
+                    crate::payment::repeated_member(&set).is_none(),
+                    "k = {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_hint_lets_a_member_named_twice_pass() {
+        use ark_ff::UniformRand;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(42);
+        let mut set: Vec<Fr> = (0..4).map(|_| Fr::rand(&mut rng)).collect();
+        set[3] = set[1];
+        for hint in [Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::rand(&mut rng)] {
+            assert!(!distinct_members(&set, Some(hint)).0, "hint {hint}");
         }
     }
 

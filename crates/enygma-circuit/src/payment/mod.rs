@@ -48,6 +48,14 @@
 //! 19. R < L. Check 7 only sees R mod L, but check 4 hashes R itself: R, R + L, …, R + 7L would
 //!     open the same commitment with as many shared secrets, tags and nullifiers, several
 //!     spends of one balance in one block. (The reference has no such bound.)
+//! 20. The members of `anonymity_set` are pairwise distinct. Check 1 only refuses the sender
+//!     twice; a contract that writes one commitment per named member would write a member
+//!     named twice from the same previous commitment and drop one of its tx commitments (a
+//!     burn), and a set naming k − 1 members hides the sender among fewer than k. (The
+//!     reference accepts it.)
+//! 21. Deposit: v < 10^36. The deposit's note is spent by the ERC-20 join-split, whose amounts
+//!     are below 10^36 ([`crate::amount`]); a larger deposit would make a note no join-split can
+//!     spend. (The reference bounds v below 2²⁵² only.)
 //!
 //! The argument that these checks leave every quantity one representative, statement by
 //! statement, is in `docs/soundness.md`.
@@ -185,7 +193,8 @@ pub enum Dvp {
 /// Every value of one payment statement, public and private, as field elements. The private
 /// ones (everything but the public inputs listed in the module documentation) are
 /// [`Secret`]s: redacted in `Debug`, zeroized on drop. `sender_id` is one, since it tells which
-/// member of the anonymity set is paying.
+/// member of the anonymity set is paying (check 12's nullifier tells it too, from public inputs
+/// only: `docs/soundness.md`, P1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentInputs {
     pub sender_id: Secret<Fr>,
@@ -266,6 +275,8 @@ checks! {
     17 EmptyDepositSlot "empty deposit slot",
     18 DistinctDeposits "distinct deposits",
     19 RandomValueRange "random value range",
+    20 DistinctMembers "distinct members",
+    21 DepositValueRange "deposit value range",
 }
 
 impl fmt::Display for Check {
@@ -473,9 +484,13 @@ impl PaymentInputs {
         self.check_tx_commitments()?;
         self.check_random_factors(s)?;
         self.check_random_value_range()?;
+        self.check_distinct_members()?;
         match &self.dvp {
             Dvp::None => {}
-            Dvp::Deposit(d) => d.check_dvp_hash(&self.sender_tx_value)?,
+            Dvp::Deposit(d) => {
+                check_deposit_value_range(&self.sender_tx_value)?;
+                d.check_dvp_hash(&self.sender_tx_value)?
+            }
             Dvp::Withdraw(w) => {
                 w.check_dvp_hashes()?;
                 w.check_withdrawn_value(&self.sender_tx_value)?;
@@ -698,6 +713,37 @@ impl PaymentInputs {
             modl::is_reduced(&self.previous_sender_random_value),
             Check::RandomValueRange,
         )
+    }
+
+    /// Check 20: no member named twice (the public indices are named, no secret).
+    fn check_distinct_members(&self) -> Result<(), CheckFailure> {
+        match repeated_member(&self.anonymity_set) {
+            None => Ok(()),
+            Some((i, j)) => Err(CheckFailure::new(
+                Check::DistinctMembers,
+                format!("anonymity_set[{i}] and anonymity_set[{j}] name one member"),
+            )),
+        }
+    }
+}
+
+/// The first pair of indices (i < j) at which `anonymity_set` names one member twice; `None`
+/// when its members are pairwise distinct (check 20).
+pub fn repeated_member(anonymity_set: &[Fr]) -> Option<(usize, usize)> {
+    (0..anonymity_set.len())
+        .flat_map(|j| (0..j).map(move |i| (i, j)))
+        .find(|&(i, j)| anonymity_set[i] == anonymity_set[j])
+}
+
+/// Check 21: a deposit's v is a valid DvP amount, below 10^36.
+fn check_deposit_value_range(v: &Fr) -> Result<(), CheckFailure> {
+    if crate::amount::is_valid(v) {
+        Ok(())
+    } else {
+        Err(CheckFailure::new(
+            Check::DepositValueRange,
+            "a deposit's sender_tx_value must be below 10^36",
+        ))
     }
 }
 
@@ -1405,7 +1451,7 @@ mod tests {
             assert_eq!(usize::from(check.number()), i + 1);
             assert_eq!(check.label(), format!("check {} ({})", i + 1, check.name()));
         }
-        assert_eq!(Check::ALL.len(), 19);
+        assert_eq!(Check::ALL.len(), 21);
     }
 
     #[test]
