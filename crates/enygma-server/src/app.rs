@@ -733,10 +733,7 @@ async fn livez() -> Response {
 /// origin tells whether proofs are forgeable) is for the operator: [`readyz_with_keys`] on the
 /// admin listener.
 async fn readyz<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response {
-    match st.readiness() {
-        Readiness::Ready(_) => json_response(StatusCode::OK, r#"{"status":"ready"}"#),
-        not_ready => not_ready.into_response(),
-    }
+    st.readiness().into_response()
 }
 
 /// The admin listener's readiness: the status and, once ready, which keys each instance is

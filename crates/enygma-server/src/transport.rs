@@ -29,8 +29,8 @@
 //!   stream ends cleanly instead of with a reset some clients report as an error.
 //! - **An absolute deadline for unauthenticated connections** (`--unauthenticated-timeout`):
 //!   a connection on which no request has authenticated within that time of its accept is
-//!   closed, whatever it does meanwhile (probes, refused requests, a slow TLS handshake).
-//!   Requests in progress on it get a short grace.
+//!   closed at once, whatever it does meanwhile (probes, refused requests, a slow TLS
+//!   handshake).
 //! - **Closing on the service's request** ([`ConnectionSlot::close_after_response`]): after a
 //!   401, after a probe answered to a connection that has not authenticated while credentials
 //!   are required, and once a connection's allowance of malformed requests is spent
