@@ -14,7 +14,8 @@
 #                                 one contribution, prepare phase2): for tests and benchmarks only
 # Phase 2 (per circuit; each step may run on a different party's machine):
 #   new STEM PTAU DIR             write DIR/STEM.r1cs (enygma export-r1cs) and DIR/STEM_0000.zkey
-#                                 (snarkjs groth16 setup)
+#                                 (snarkjs groth16 setup); prints the r1cs's SHA-256 and the
+#                                 prover's version and commit, to publish
 #   contribute IN.zkey OUT.zkey NAME
 #                                 add a contribution with fresh entropy (snarkjs' own OS
 #                                 randomness, plus 64 bytes of /dev/urandom); prints the hash to
@@ -23,8 +24,9 @@
 #                                 the final contribution from a public random beacon (default
 #                                 2^10 iterations)
 #   verify STEM PTAU FINAL.zkey   check every contribution of the zkey against the .ptau and
-#                                 this build's constraint system (snarkjs zkey verify on a fresh
-#                                 enygma export-r1cs)
+#                                 the checked-out source's constraint system (snarkjs zkey verify
+#                                 on an enygma export-r1cs built from this checkout, unless
+#                                 ENYGMA names a CLI); prints the commit it was built from
 #   export FINAL.zkey DIR         snarkjs' verification_key.json and Solidity verifier
 #                                 (Groth16Verifier) into DIR
 #   import STEM FINAL.zkey KEYS_DIR [--force]
@@ -52,6 +54,41 @@ snarkjs() {
     (cd "$snarkjs_dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
   fi
   node "$snarkjs_dir/node_modules/snarkjs/build/cli.cjs" "$@"
+}
+
+# The CLI built from this checkout (cargo keeps it up to date), or ENYGMA: for `verify`, whose
+# constraint system must be the checked-out source's, not whichever binary lies around.
+enygma_from_source() {
+  if [ -n "${ENYGMA:-}" ]; then
+    # shellcheck disable=SC2086 # ENYGMA may be a command line
+    $ENYGMA "$@"
+  else
+    (cd "$root" && cargo run -q --release -p enygma-cli -- "$@")
+  fi
+}
+
+# The power of a .ptau file: its header section (type 1) holds the field size n8, the modulus,
+# then the power (snarkjs' binfileutils layout: "ptau", version, section count, then sections
+# of type u32 and size u64, all little-endian).
+ptau_power() {
+  python3 - "$1" <<'PY'
+import struct, sys
+with open(sys.argv[1], "rb") as f:
+    magic, _version, sections = struct.unpack("<4sII", f.read(12))
+    if magic != b"ptau":
+        sys.exit(f"{sys.argv[1]}: not a .ptau file")
+    for _ in range(sections):
+        kind, size = struct.unpack("<IQ", f.read(12))
+        if kind == 1:
+            (n8,) = struct.unpack("<I", f.read(4))
+            f.seek(n8, 1)
+            (power,) = struct.unpack("<I", f.read(4))
+            print(power)
+            break
+        f.seek(size, 1)
+    else:
+        sys.exit(f"{sys.argv[1]}: no header section")
+PY
 }
 
 enygma() {
@@ -97,6 +134,9 @@ cmd_ptau_check() {
   local sum
   sum="$(b2sum "$ptau" | cut -d' ' -f1)"
   echo "blake2b-512 $sum  $ptau"
+  local power
+  power="$(ptau_power "$ptau")"
+  echo "power $power: circuits of up to 2^$power - 1 constraints and public inputs  $ptau"
   if [ -n "$expected" ]; then
     [ "$sum" = "$expected" ] || die "$ptau: blake2b-512 is $sum, the published hash is $expected: do not use this file"
     say "$ptau matches the published hash"
@@ -123,6 +163,8 @@ cmd_new() {
   enygma export-r1cs --circuit "$stem" --out "$dir/$stem.r1cs" >&2
   snarkjs r1cs info "$dir/$stem.r1cs" >&2
   snarkjs groth16 setup "$dir/$stem.r1cs" "$ptau" "$dir/${stem}_0000.zkey" >&2
+  # What to publish beside the contributions: the circuit and the build it comes from.
+  say "publish: r1cs sha256 $(sha256sum "$dir/$stem.r1cs" | cut -d' ' -f1), prover $(enygma --version)"
   echo "$dir/${stem}_0000.zkey"
 }
 
@@ -145,7 +187,10 @@ cmd_beacon() {
 cmd_verify() {
   local stem="$1" ptau="$2" zkey="$3" tmp status=0
   tmp="$(mktemp -d)"
-  enygma export-r1cs --circuit "$stem" --out "$tmp/$stem.r1cs" >&2
+  if [ -z "${ENYGMA:-}" ]; then
+    say "constraint system of $stem from this checkout: commit $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  fi
+  enygma_from_source export-r1cs --circuit "$stem" --out "$tmp/$stem.r1cs" >&2
   snarkjs zkey verify "$tmp/$stem.r1cs" "$ptau" "$zkey" || status=$?
   rm -rf "$tmp"
   [ "$status" = 0 ] || die "$zkey does not verify against $ptau and this build's $stem constraint system"
