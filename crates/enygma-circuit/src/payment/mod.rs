@@ -404,6 +404,11 @@ pub fn message_tag(shared_secret: &Fr, block_number: &Fr) -> Fr {
     ]))
 }
 
+/// `Poseidon(R, sk) mod L`: the sender's shared secret s_s (check 4), one value per balance.
+pub fn sender_shared_secret(random_value: &Fr, secret_key: &Fr) -> Fr {
+    modl::reduce(&poseidon::hash(&[*random_value, *secret_key]))
+}
+
 /// `Poseidon(s, s) mod L` (check 5).
 pub fn hashed_shared_secret(shared_secret: &Fr) -> Fr {
     modl::reduce(&poseidon::hash(&[*shared_secret, *shared_secret]))
@@ -612,7 +617,7 @@ impl PaymentInputs {
         // Copies on the stack, as every computation with them makes (see `crate::secret`).
         let (r, sk) = (*self.previous_sender_random_value, *self.secret_key);
         ensure(
-            self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, sk])),
+            self.shared_secrets[s] == sender_shared_secret(&r, &sk),
             Check::SharedSecret,
         )
     }
@@ -913,7 +918,7 @@ impl Spend {
         let s = self.sender;
         let (sk, r) = (self.secret_key, self.random_value);
         let mut shared_secrets = self.shared_secrets.clone();
-        shared_secrets[s] = modl::reduce(&poseidon::hash(&[r, sk]));
+        shared_secrets[s] = sender_shared_secret(&r, &sk);
         let mut public_keys = self.public_keys.clone();
         public_keys[s] = public_key(&sk);
         let mut previous_commits = self.previous_commits.clone();
