@@ -183,7 +183,7 @@ enum Command {
         #[arg(long, default_value = statements::DEFAULT_STATEMENT)]
         sample_circuit: String,
         /// The instances to generate a request for: statements and key stems, comma-separated,
-        /// or `none` [default: every instance].
+        /// or `none` [default: every instance, those not hosted by default included].
         #[arg(long)]
         circuits: Option<String>,
         /// Only the instances of these sizes k, comma-separated; `--ks` alone: no instance with
@@ -553,10 +553,11 @@ fn info(json: bool) -> Result<()> {
 }
 
 /// The instances `verifier-fixtures` generates a request for: `--circuits` (every instance by
-/// default, none for `none`), then only the sizes in `--ks`.
+/// default, the hidden sender's statements included, so that the independent verifiers check
+/// every verifier a deployment may use; none for `none`), then only the sizes in `--ks`.
 fn fixture_instances(circuits: Option<&str>, ks: Option<&[usize]>) -> Result<Vec<Instance>> {
     let chosen = match circuits.map(str::trim) {
-        None => statements::instances().collect(),
+        None => statements::all_instances().collect(),
         Some("none") | Some("") => Vec::new(),
         Some(list) => statements::resolve_list(list)?,
     };

@@ -434,7 +434,7 @@ fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
 
 #[test]
 fn committed_verifying_keys_regenerate_from_the_seed() {
-    for instance in statements::instances() {
+    for instance in statements::all_instances() {
         let path = keys::KeyPaths::new(&repo().join("keys"), instance).verifying;
         let committed = keys::load_verifying_key(&path).unwrap();
         assert!(
