@@ -140,7 +140,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Print the size of the circuit of every statement instance.
+    /// Print the size of the circuit of every statement instance, those hosted only when named
+    /// included.
     Info {
         #[arg(long)]
         json: bool,
@@ -529,9 +530,10 @@ fn gen_request(
     Ok(())
 }
 
-/// `enygma info`: the circuit sizes of every instance, as text or JSON.
+/// `enygma info`: the circuit sizes of every instance, those hosted only when named included, as
+/// text or JSON.
 fn info(json: bool) -> Result<()> {
-    let shapes = statements::instances()
+    let shapes = statements::all_instances()
         .map(CircuitShape::build)
         .collect::<Result<Vec<_>, _>>()?;
     if json {
