@@ -2,8 +2,8 @@
 # Independent verification of enygma's verifier artifacts:
 #   1. installs the pinned npm packages (npm ci, from package-lock.json),
 #   2. writes fixtures: real proofs with the development keys in keys/ (the reference's k=6
-#      sample request, and one generated request for each k = 2..6), each with the key's snarkjs
-#      export and Solidity verifier,
+#      sample request, and one generated request for every instance of the registry), each with
+#      the key's snarkjs export and Solidity verifier,
 #   3. runs the node tests: snarkjs groth16 verify, and the Solidity verifier compiled with
 #      solc-js and executed in @ethereumjs/evm (gas written to $OUT_DIR/gas.json); the real
 #      fixtures' key and verifier must also be the files committed in keys/.

@@ -18,6 +18,10 @@
 //! - one nullifier per (account, block): every accepted spend of an account in a block has the
 //!   same nullifier.
 //!
+//! The ledger runs once with the reference's nullifier rule and once with the hidden sender's
+//! ([`NullifierRule`]): a nullifier only the sender can compute must still be one per account and
+//! block.
+//!
 //! For a sample of the requests with k = 2, the circuit must be satisfied exactly when the
 //! native checks accept. `LEDGER_STEPS` and `LEDGER_SEED` make longer runs
 //! (`benches/ledger.sh`).
@@ -31,7 +35,7 @@ use enygma_circuit::{
     modl::{self, l_biguint, l_fr},
     payment::{
         constraints::PaymentCircuit, public_key, sender_tx_value, Deposit, Dvp, Kind,
-        PaymentInputs, Spend, Withdraw,
+        NullifierRule, PaymentInputs, Spend, Withdraw,
     },
     Fr,
 };
@@ -418,9 +422,10 @@ fn mutations(kind: Kind, honest: &Spend) -> Vec<(String, Spend)> {
     out
 }
 
-fn circuit_satisfied(t: &PaymentInputs) -> bool {
+fn circuit_satisfied(t: &PaymentInputs, rule: NullifierRule) -> bool {
     let cs = ConstraintSystem::<Fr>::new_ref();
-    match PaymentCircuit::for_proving(t.clone()).generate_constraints(cs.clone()) {
+    let circuit = PaymentCircuit::for_proving(t.clone()).with_nullifier_rule(rule);
+    match circuit.generate_constraints(cs.clone()) {
         Ok(()) => cs.is_satisfied().unwrap(),
         Err(_) => false,
     }
@@ -435,6 +440,15 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 #[test]
 fn forged_payments_the_checks_accept_keep_the_ledger_invariants() {
+    run_ledger(NullifierRule::Reference);
+}
+
+#[test]
+fn forged_payments_keep_the_ledger_invariants_with_the_hidden_senders_nullifier() {
+    run_ledger(NullifierRule::HiddenSender);
+}
+
+fn run_ledger(rule: NullifierRule) {
     let seed = env_or("LEDGER_SEED", 26);
     let steps = env_or("LEDGER_STEPS", STEPS as u64);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -445,17 +459,21 @@ fn forged_payments_the_checks_accept_keep_the_ledger_invariants() {
     for _ in 0..steps {
         let (kind, members, honest) = ledger.honest(&mut rng);
         *kinds.entry(kind).or_insert(0) += 1;
-        let honest_inputs = honest.inputs();
-        assert_eq!(honest_inputs.check(), Ok(honest.sender), "honest {kind}");
+        let honest_inputs = honest.inputs_with(rule);
+        assert_eq!(
+            honest_inputs.check_with(rule),
+            Ok(honest.sender),
+            "honest {kind}"
+        );
         let sender_account = members[honest.sender];
         for (name, forged) in mutations(kind, &honest) {
-            let t = forged.inputs();
+            let t = forged.inputs_with(rule);
             tried += 1;
-            let native = t.check();
+            let native = t.check_with(rule);
             if members.len() == 2 && circuit_checked < CIRCUIT_SAMPLES && rng.gen_bool(0.3) {
                 circuit_checked += 1;
                 assert_eq!(
-                    circuit_satisfied(&t),
+                    circuit_satisfied(&t, rule),
                     native.is_ok(),
                     "{kind}, {name}: the circuit disagrees with the native verdict {native:?}"
                 );
@@ -487,7 +505,7 @@ fn forged_payments_the_checks_accept_keep_the_ledger_invariants() {
     assert!(accepted > 0 && tried > accepted);
     assert!(circuit_checked > 0 || steps < STEPS as u64);
     eprintln!(
-        "seed {seed}: {steps} steps {kinds:?}, {tried} forged requests, {accepted} accepted \
+        "seed {seed}, {rule:?} nullifier: {steps} steps {kinds:?}, {tried} forged requests, {accepted} accepted \
          (each kept the invariants), {circuit_checked} compared with the circuit"
     );
 }

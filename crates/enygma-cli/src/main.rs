@@ -43,11 +43,18 @@ struct CircuitArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Make the development proving and verifying keys of every statement instance (overwrites
-    /// existing ones), with their snarkjs keys and Solidity verifiers (as `export-vk` makes them).
+    /// Make the development proving and verifying keys of every statement instance a server
+    /// hosts by default (overwrites existing ones), with their snarkjs keys and Solidity verifiers
+    /// (as `export-vk` makes them).
     Setup {
         #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
         keys_dir: PathBuf,
+        /// Only these instances, comma-separated: key stems (hidden-sender-transfer-k6) or
+        /// statement names, as the server's --circuits. Default: every instance a server hosts
+        /// when no --circuits is given (not the hidden sender's payments, which a deployment
+        /// chooses instead of the reference's).
+        #[arg(long, value_name = "LIST")]
+        circuits: Option<String>,
         /// Only create missing keys; check the existing ones against the circuit instead.
         #[arg(long, conflicts_with = "exports_only")]
         keep_existing: bool,
@@ -133,7 +140,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Print the size of the circuit of every statement instance.
+    /// Print the size of the circuit of every statement instance, those hosted only when named
+    /// included.
     Info {
         #[arg(long)]
         json: bool,
@@ -176,7 +184,7 @@ enum Command {
         #[arg(long, default_value = statements::DEFAULT_STATEMENT)]
         sample_circuit: String,
         /// The instances to generate a request for: statements and key stems, comma-separated,
-        /// or `none` [default: every instance].
+        /// or `none` [default: every instance, those not hosted by default included].
         #[arg(long)]
         circuits: Option<String>,
         /// Only the instances of these sizes k, comma-separated; `--ks` alone: no instance with
@@ -228,17 +236,26 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Setup {
             keys_dir,
+            circuits,
             keep_existing,
             exports_only,
             random: true,
             force,
-        } if !keep_existing && !exports_only => setup_random(&keys_dir, force),
+        } if !keep_existing && !exports_only => {
+            setup_random(&keys_dir, &setup_instances(circuits.as_deref())?, force)
+        }
         Command::Setup {
             keys_dir,
+            circuits,
             keep_existing,
             exports_only,
             ..
-        } => setup(&keys_dir, keep_existing, exports_only),
+        } => setup(
+            &keys_dir,
+            &setup_instances(circuits.as_deref())?,
+            keep_existing,
+            exports_only,
+        ),
         Command::ExportR1cs {
             circuit: CircuitArgs { circuit, k },
             out,
@@ -315,11 +332,25 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// `enygma setup`: development keys of every instance and their exports, or only the exports,
-/// or only the missing keys.
-fn setup(keys_dir: &Path, keep_existing: bool, exports_only: bool) -> Result<()> {
+/// The instances `enygma setup` makes keys for: `--circuits`, else every instance hosted by
+/// default.
+fn setup_instances(circuits: Option<&str>) -> Result<Vec<Instance>> {
+    Ok(match circuits {
+        Some(list) => statements::resolve_list(list)?,
+        None => statements::instances().collect(),
+    })
+}
+
+/// `enygma setup`: development keys of `instances` and their exports, or only the exports, or
+/// only the missing keys.
+fn setup(
+    keys_dir: &Path,
+    instances: &[Instance],
+    keep_existing: bool,
+    exports_only: bool,
+) -> Result<()> {
     if exports_only {
-        for instance in statements::instances() {
+        for &instance in instances {
             export::write_committed_exports(keys_dir, instance)?;
             eprintln!("{instance}: snarkjs key and Solidity verifier written");
         }
@@ -327,14 +358,15 @@ fn setup(keys_dir: &Path, keep_existing: bool, exports_only: bool) -> Result<()>
     }
     eprintln!("making DEVELOPMENT keys from the fixed public seed: not for production");
     if keep_existing {
-        Prover::load_or_create(keys_dir).context("loading keys")?;
+        load_prover(keys_dir, instances)?;
         eprintln!(
-            "keys of every statement instance are present in {} and match the circuits",
+            "keys of {} statement instances are present in {} and match the circuits",
+            instances.len(),
             keys_dir.display()
         );
         return Ok(());
     }
-    for instance in statements::instances() {
+    for &instance in instances {
         let pk = keys::generate(instance)?;
         keys::save(keys_dir, instance, &pk, &keys::KeyRecord::DEVELOPMENT)?;
         export::write_committed_exports(keys_dir, instance)?;
@@ -374,9 +406,9 @@ fn refuse_overwrite(keys_dir: &Path, instance: Instance, force: bool) -> Result<
     Ok(())
 }
 
-/// `enygma setup --random`: single-party keys of every instance from OS entropy.
-fn setup_random(keys_dir: &Path, force: bool) -> Result<()> {
-    for instance in statements::instances() {
+/// `enygma setup --random`: single-party keys of `instances` from OS entropy.
+fn setup_random(keys_dir: &Path, instances: &[Instance], force: bool) -> Result<()> {
+    for &instance in instances {
         refuse_overwrite(keys_dir, instance, force)?;
     }
     eprintln!(
@@ -386,7 +418,7 @@ fn setup_random(keys_dir: &Path, force: bool) -> Result<()> {
         origin: keys::KeyOrigin::SingleParty,
         reduction: enygma_prover::qap::Reduction::Libsnark,
     };
-    for instance in statements::instances() {
+    for &instance in instances {
         let pk = keys::generate_random(instance)?;
         keys::save(keys_dir, instance, &pk, &record)?;
         export::write_committed_exports(keys_dir, instance)?;
@@ -498,9 +530,10 @@ fn gen_request(
     Ok(())
 }
 
-/// `enygma info`: the circuit sizes of every instance, as text or JSON.
+/// `enygma info`: the circuit sizes of every instance, those hosted only when named included, as
+/// text or JSON.
 fn info(json: bool) -> Result<()> {
-    let shapes = statements::instances()
+    let shapes = statements::all_instances()
         .map(CircuitShape::build)
         .collect::<Result<Vec<_>, _>>()?;
     if json {
@@ -522,10 +555,11 @@ fn info(json: bool) -> Result<()> {
 }
 
 /// The instances `verifier-fixtures` generates a request for: `--circuits` (every instance by
-/// default, none for `none`), then only the sizes in `--ks`.
+/// default, the hidden sender's statements included, so that the independent verifiers check
+/// every verifier a deployment may use; none for `none`), then only the sizes in `--ks`.
 fn fixture_instances(circuits: Option<&str>, ks: Option<&[usize]>) -> Result<Vec<Instance>> {
     let chosen = match circuits.map(str::trim) {
-        None => statements::instances().collect(),
+        None => statements::all_instances().collect(),
         Some("none") | Some("") => Vec::new(),
         Some(list) => statements::resolve_list(list)?,
     };

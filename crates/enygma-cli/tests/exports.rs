@@ -105,7 +105,7 @@ fn committed_exports(instance: Instance) -> [(String, &'static str); 2] {
 fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
     let dir = keys_dir();
     let dir_arg = dir.to_str().unwrap();
-    for instance in statements::instances() {
+    for instance in statements::all_instances() {
         for (file, format) in committed_exports(instance) {
             let committed =
                 std::fs::read(dir.join(&file)).unwrap_or_else(|e| panic!("keys/{file}: {e}"));
@@ -131,7 +131,7 @@ fn committed_exports_are_what_export_vk_makes_from_the_committed_keys() {
 #[test]
 fn committed_snarkjs_keys_read_back_to_the_committed_verifying_keys() {
     let dir = keys_dir();
-    for instance in statements::instances() {
+    for instance in statements::all_instances() {
         let vk = keys::load_verifying_key(&keys::KeyPaths::new(&dir, instance).verifying).unwrap();
         let json =
             std::fs::read_to_string(dir.join(format!("{instance}.verification_key.json"))).unwrap();
@@ -213,6 +213,12 @@ fn fixtures_and_export_proof_round_trip_a_real_proof() {
     assert_eq!(
         read("Verifier.sol"),
         std::fs::read_to_string(dir.join("EnygmaTransferVerifierK2.sol")).unwrap()
+    );
+    // The statements a server hosts only when named have fixtures too, by default.
+    let hidden = tmp.join("hidden-sender-transfer-k2-generated");
+    assert_eq!(
+        std::fs::read_to_string(hidden.join("Verifier.sol")).unwrap(),
+        std::fs::read_to_string(dir.join("EnygmaHiddenSenderTransferVerifierK2.sol")).unwrap()
     );
 
     // export-proof --out-dir writes the fixture's proof.json and public.json ...

@@ -69,7 +69,7 @@ fn endpoint(s: &str) -> Result<String, String> {
     statements::by_stem(s)
         .map(|instance| instance.prove_path())
         .ok_or_else(|| {
-            let stems: Vec<String> = statements::instances().map(|i| i.key_stem()).collect();
+            let stems = statements::key_stems();
             format!(
                 "{s:?} is neither a path (/...) nor a key stem ({})",
                 stems.join(", ")

@@ -52,7 +52,7 @@ pub fn parse_mix(s: &str) -> Result<Mix, String> {
             None => (item, 1),
         };
         if statements::by_stem(stem).is_none() {
-            let stems: Vec<String> = statements::instances().map(|i| i.key_stem()).collect();
+            let stems = statements::key_stems();
             return Err(format!(
                 "--mix {stem:?} is not a key stem ({})",
                 stems.join(", ")

@@ -403,10 +403,10 @@ mod tests {
 
     #[test]
     fn seeds_differ_per_instance_and_are_stable() {
-        let seeds: std::collections::HashSet<[u8; 32]> = crate::statements::instances()
+        let seeds: std::collections::HashSet<[u8; 32]> = crate::statements::all_instances()
             .map(development_seed)
             .collect();
-        assert_eq!(seeds.len(), crate::statements::instances().count());
+        assert_eq!(seeds.len(), crate::statements::all_instances().count());
         let transfer6 = crate::statements::instance("transfer", Some(6)).unwrap();
         assert_eq!(
             hex::encode(development_seed(transfer6)),

@@ -349,7 +349,8 @@ pub fn prepare(instance: Instance, body: &[u8]) -> Result<Prepared, ProveError> 
 }
 
 impl Prover {
-    /// Loads (or creates) the keys of every instance of every statement in `keys_dir`.
+    /// Loads (or creates) the keys of every instance hosted by default (`statements::instances`)
+    /// in `keys_dir`.
     pub fn load_or_create(keys_dir: &Path) -> Result<Self, KeyError> {
         let all: Vec<Instance> = statements::instances().collect();
         Self::load(keys_dir, &all, MissingKeys::Create)

@@ -434,7 +434,7 @@ fn bad_samples_and_wrong_k_are_refused_with_the_reason_named() {
 
 #[test]
 fn committed_verifying_keys_regenerate_from_the_seed() {
-    for instance in statements::instances() {
+    for instance in statements::all_instances() {
         let path = keys::KeyPaths::new(&repo().join("keys"), instance).verifying;
         let committed = keys::load_verifying_key(&path).unwrap();
         assert!(
@@ -489,6 +489,66 @@ fn missing_keys_are_refused_when_they_must_not_be_created() {
     );
     // Nothing was created.
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A gateway's request to the hidden sender's transfer and withdraw is today's, without the
+/// nullifier: the proof verifies with the statement's own keys, its public signal carries the
+/// nullifier the statement computed (not the reference's: nobody can tell the sender from it),
+/// and neither the reference's keys nor a changed nullifier verify it.
+#[test]
+fn hidden_sender_payments_prove_and_carry_the_nullifier_the_statement_computed() {
+    use enygma_circuit::payment::{sender_shared_secret, NullifierRule, Spend};
+    let dir = std::env::temp_dir().join(format!("enygma-hidden-sender-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(46);
+    for (kind, name, k) in [
+        (Kind::Transfer, "hidden-sender-transfer", 2),
+        (Kind::Withdraw, "hidden-sender-withdraw", 3),
+    ] {
+        let hidden = statements::instance(name, Some(k)).unwrap();
+        let own_keys = Prover::load(&dir, &[hidden], keys::MissingKeys::Create).unwrap();
+        let reference = PaymentInputs::generate(kind, k, 1, 40, 100, &mut rng);
+        let mut body = request::to_request_json(&reference);
+        body.as_object_mut().unwrap().remove("nullifier");
+        let prepared = prepare(hidden, body.to_string().as_bytes()).unwrap();
+        let (response, _) = own_keys.prove(&prepared).unwrap();
+        assert!(own_keys.verify(hidden, &response).unwrap(), "{hidden}");
+        let s_s = sender_shared_secret(
+            &reference.previous_sender_random_value,
+            &reference.secret_key,
+        );
+        let nullifier = NullifierRule::HiddenSender.nullifier(&s_s, &reference.block_number);
+        assert_eq!(
+            nullifier,
+            Spend::of(&reference)
+                .inputs_with(NullifierRule::HiddenSender)
+                .nullifier
+        );
+        assert_eq!(response.public_signal[6 * k], to_decimal(&nullifier));
+        assert_ne!(
+            response.public_signal[6 * k],
+            to_decimal(&reference.nullifier)
+        );
+        // Everything else of the public signal is the reference's.
+        let reference_signal: Vec<String> =
+            reference.public_inputs().iter().map(to_decimal).collect();
+        for (i, (a, b)) in response
+            .public_signal
+            .iter()
+            .zip(&reference_signal)
+            .enumerate()
+        {
+            assert!(i == 6 * k || a == b, "{hidden}: public_signal[{i}]");
+        }
+        assert!(
+            !prover().verify(instance(kind, k), &response).unwrap(),
+            "{hidden}: verified by the reference's keys"
+        );
+        let mut tampered = response.clone();
+        tampered.public_signal[6 * k] = reference_signal[6 * k].clone();
+        assert!(!own_keys.verify(hidden, &tampered).unwrap(), "{hidden}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

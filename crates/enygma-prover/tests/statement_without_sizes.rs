@@ -134,6 +134,7 @@ static FACTORS: Entry<Factors> = Entry {
         prove_route: "/factors-2",
         verify_route: "/verify-factors-2",
         contract_title: "Factors2",
+        hosted_by_default: true,
     },
     statement: Factors,
 };

@@ -1740,3 +1740,84 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
         "no build line in the log"
     );
 }
+
+/// A server that hosts the hidden sender's transfer (named in `--circuits`; no server hosts it
+/// unprompted): the reference's own sample without `nullifier` proves, the response's public
+/// signal carries the nullifier the statement computed where the reference's sits (index 6k),
+/// everything else as the reference-compatible statement gives it; the proof verifies on the
+/// statement's own route; the sample's own nullifier, the reference's rule, is refused naming
+/// check 12; and the reference's routes are not hosted there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_hosting_the_hidden_senders_transfer() {
+    use enygma_prover::{request::to_decimal, statements};
+    let _serial = serial();
+    let k2 = sample("transfer-k2.json");
+    let without_nullifier = with_field(&k2, |o| {
+        o.remove("nullifier");
+    });
+    let server = Server::start(&["--circuits", "hidden-sender-transfer-k2"]).await;
+    let proof = post(
+        server.addr,
+        "/generateProofHiddenSenderTransfer-2",
+        &without_nullifier,
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(proof.status, 200, "{}", proof.body);
+    let signal: Vec<String> =
+        serde_json::from_value(proof.json()["public_signal"].clone()).unwrap();
+    let public = |name: &str, body: &[u8]| -> Vec<String> {
+        let instance = statements::instance(name, Some(2)).unwrap();
+        let prepared = enygma_prover::prepare(instance, body).unwrap();
+        prepared
+            .public_inputs()
+            .unwrap()
+            .iter()
+            .map(to_decimal)
+            .collect()
+    };
+    let reference = public("transfer", &k2);
+    assert_eq!(signal, public("hidden-sender-transfer", &without_nullifier));
+    assert_eq!(signal.len(), reference.len());
+    for (i, (ours, theirs)) in signal.iter().zip(&reference).enumerate() {
+        assert_eq!(i == 12, ours != theirs, "public_signal[{i}]");
+    }
+    assert!(
+        verdict(
+            server.addr,
+            "/verifyProofHiddenSenderTransfer-2",
+            proof.body.as_bytes()
+        )
+        .await
+    );
+
+    let todays = post(
+        server.addr,
+        "/generateProofHiddenSenderTransfer-2",
+        &k2,
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (todays.status, todays.error()),
+        (422, "check 12 (nullifier) failed".to_string())
+    );
+    for (path, stem) in [
+        ("/generateProofTransfer-2", "transfer-k2"),
+        ("/verifyProofTransfer-2", "transfer-k2"),
+        (
+            "/generateProofHiddenSenderTransfer-3",
+            "hidden-sender-transfer-k3",
+        ),
+    ] {
+        let r = post(server.addr, path, &k2, PROVE_TIMEOUT).await.unwrap();
+        assert_eq!(
+            (r.status, r.error()),
+            (404, format!("circuit {stem} is not hosted here")),
+            "{path}"
+        );
+    }
+    server.stop();
+}

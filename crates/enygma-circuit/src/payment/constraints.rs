@@ -2,8 +2,8 @@
 //! with the gadget next to its native twin; hints (quotients, remainders, bits, selectors) are all
 //! tied down by constraints. The sender's index is a private input, so every per-member check
 //! runs for all k members and the sender's values are picked with the selector bits of check 1.
-//! (Check 12's nullifier, computed from public inputs only, reveals it all the same: see
-//! `docs/soundness.md`, P1.)
+//! (The reference's nullifier, computed from public inputs only, reveals it all the same: see
+//! `docs/soundness.md`, P1. [`NullifierRule::HiddenSender`]'s does not.)
 //!
 //! Each check is one method of [`PaymentVars`], named as its native twin on
 //! [`PaymentInputs`] (`enforce_nullifier` ↔ `check_nullifier`), and enforced inside a constraint
@@ -25,7 +25,10 @@ use ark_r1cs_std::{
 };
 use ark_relations::gr1cs::{ConstraintSynthesizer, ConstraintSystemRef, SynthesisError};
 
-use super::{Check, Deposit, Dvp, Kind, PaymentInputs, Withdraw, RANDOM_FACTOR_BITS, VALUE_BITS};
+use super::{
+    Check, Deposit, Dvp, Kind, NullifierRule, PaymentInputs, Withdraw, RANDOM_FACTOR_BITS,
+    VALUE_BITS,
+};
 use crate::{
     amount,
     babyjubjub::{
@@ -50,6 +53,9 @@ use crate::{
 pub struct PaymentCircuit {
     pub kind: Kind,
     pub k: usize,
+    /// How check 12 derives the nullifier: the reference's rule unless
+    /// [`PaymentCircuit::with_nullifier_rule`] says otherwise.
+    pub nullifier_rule: NullifierRule,
     pub inputs: Option<PaymentInputs>,
 }
 
@@ -58,6 +64,7 @@ impl PaymentCircuit {
         Self {
             kind,
             k,
+            nullifier_rule: NullifierRule::Reference,
             inputs: None,
         }
     }
@@ -66,7 +73,16 @@ impl PaymentCircuit {
         Self {
             kind: inputs.kind(),
             k: inputs.k(),
+            nullifier_rule: NullifierRule::Reference,
             inputs: Some(inputs),
+        }
+    }
+
+    /// The same circuit with check 12 following `rule`: another statement, with its own keys.
+    pub fn with_nullifier_rule(self, rule: NullifierRule) -> Self {
+        Self {
+            nullifier_rule: rule,
+            ..self
         }
     }
 }
@@ -324,16 +340,18 @@ impl<'a> PaymentVars<'a> {
         Ok(())
     }
 
-    /// Check 4: shared_secrets[s] = Poseidon(R, sk) mod L.
-    fn enforce_shared_secret(&self, sender: &[Boolean<Fr>]) -> Result<(), SynthesisError> {
+    /// Check 4: shared_secrets[s] = Poseidon(R, sk) mod L. Returns that remainder, s_s: a
+    /// variable that only R and sk determine, whatever the prover puts in `shared_secrets`.
+    fn enforce_shared_secret(&self, sender: &[Boolean<Fr>]) -> Result<FpVar<Fr>, SynthesisError> {
         namespace!(self.cs, Check::SharedSecret);
         let sender_shared_secret = FpVar::select_sender(sender, &self.shared_secrets);
-        modl_gadgets::reduce(&poseidon_gadget::hash(&[
+        let remainder = modl_gadgets::reduce(&poseidon_gadget::hash(&[
             self.random_value.clone(),
             self.secret_key.clone(),
         ])?)?
-        .remainder
-        .enforce_equal(&sender_shared_secret)
+        .remainder;
+        remainder.enforce_equal(&sender_shared_secret)?;
+        Ok(remainder)
     }
 
     /// Check 5: hashed_shared_secrets[i] = Poseidon(sᵢ, sᵢ) mod L.
@@ -419,14 +437,22 @@ impl<'a> PaymentVars<'a> {
         }
     }
 
-    /// Check 12: nullifier = Poseidon(hashed_shared_secrets[s], block_number).
-    fn enforce_nullifier(&self, sender: &[Boolean<Fr>]) -> Result<(), SynthesisError> {
+    /// Check 12. The reference's rule: nullifier = Poseidon(hashed_shared_secrets[s],
+    /// block_number), the public hash picked with the selector bits (k constraints). The hidden
+    /// sender's: nullifier = Poseidon(s_s, block_number), with s_s the remainder check 4 computed
+    /// (no selection: k constraints fewer).
+    fn enforce_nullifier(
+        &self,
+        rule: NullifierRule,
+        sender: &[Boolean<Fr>],
+        sender_shared_secret: &FpVar<Fr>,
+    ) -> Result<(), SynthesisError> {
         namespace!(self.cs, Check::Nullifier);
-        poseidon_gadget::hash(&[
-            FpVar::select_sender(sender, &self.hashed_shared_secrets),
-            self.block_number.clone(),
-        ])?
-        .enforce_equal(&self.nullifier)
+        let hashed = match rule {
+            NullifierRule::Reference => FpVar::select_sender(sender, &self.hashed_shared_secrets),
+            NullifierRule::HiddenSender => sender_shared_secret.clone(),
+        };
+        poseidon_gadget::hash(&[hashed, self.block_number.clone()])?.enforce_equal(&self.nullifier)
     }
 
     /// Check 13: tx_commits[i] = Pedersen(tx_values[i], tx_random_values[i]), every tx value
@@ -583,7 +609,7 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
         let sender = vars.enforce_sender_in_anonymity_set()?;
         vars.enforce_sender_tx_value(&sender)?;
         vars.enforce_points_on_curve()?;
-        vars.enforce_shared_secret(&sender)?;
+        let sender_shared_secret = vars.enforce_shared_secret(&sender)?;
         vars.enforce_hashed_shared_secrets()?;
         vars.enforce_public_key(&sender)?;
         vars.enforce_previous_commitment(&sender)?;
@@ -593,7 +619,7 @@ impl ConstraintSynthesizer<Fr> for PaymentCircuit {
             vars.enforce_sum_of_tx_commitments()?;
         }
         vars.enforce_balance_range()?;
-        vars.enforce_nullifier(&sender)?;
+        vars.enforce_nullifier(self.nullifier_rule, &sender, &sender_shared_secret)?;
         vars.enforce_tx_commitments()?;
         vars.enforce_random_factors(&sender)?;
         vars.enforce_random_value_range()?;
@@ -621,10 +647,17 @@ mod tests {
         payment::{Spend, Withdraw},
     };
 
-    /// Synthesizes the circuit for `inputs` with their honest hints; `Ok(true)` if satisfied.
+    /// Synthesizes the reference's circuit for `inputs` with their honest hints; `true` if
+    /// satisfied.
     fn satisfied(inputs: &PaymentInputs) -> bool {
+        satisfied_with(inputs, NullifierRule::Reference)
+    }
+
+    /// [`satisfied`] for the circuit whose nullifier follows `rule`.
+    fn satisfied_with(inputs: &PaymentInputs, rule: NullifierRule) -> bool {
         let cs = ConstraintSystem::<Fr>::new_ref();
-        match PaymentCircuit::for_proving(inputs.clone()).generate_constraints(cs.clone()) {
+        let circuit = PaymentCircuit::for_proving(inputs.clone()).with_nullifier_rule(rule);
+        match circuit.generate_constraints(cs.clone()) {
             Ok(()) => cs.is_satisfied().unwrap(),
             // A hint that cannot even be computed (e.g. a division by zero) is a refusal too.
             Err(_) => false,
@@ -669,6 +702,7 @@ mod tests {
         let circuit = PaymentCircuit {
             kind: Kind::Withdraw,
             k: 3,
+            nullifier_rule: NullifierRule::Reference,
             inputs: Some(deposit.clone()),
         };
         assert!(circuit.generate_constraints(cs).is_err());
@@ -676,6 +710,7 @@ mod tests {
         assert!(PaymentCircuit {
             kind: Kind::Deposit,
             k: 4,
+            nullifier_rule: NullifierRule::Reference,
             inputs: Some(deposit)
         }
         .generate_constraints(cs)
@@ -686,19 +721,30 @@ mod tests {
     /// update them together with `benches/results/` and the README.
     #[test]
     fn constraint_counts() {
-        for (kind, expected) in Kind::ALL.into_iter().zip(EXPECTED_CONSTRAINTS) {
-            let counts: Vec<usize> = crate::SUPPORTED_K
-                .map(|k| {
-                    let cs = ConstraintSystem::<Fr>::new_ref();
-                    cs.set_mode(ark_relations::gr1cs::SynthesisMode::Setup);
-                    PaymentCircuit::for_setup(kind, k)
-                        .generate_constraints(cs.clone())
-                        .unwrap();
-                    cs.num_constraints()
-                })
-                .collect();
-            assert_eq!(counts, expected, "{kind}");
+        for (rule, table) in [
+            (NullifierRule::Reference, EXPECTED_CONSTRAINTS),
+            (
+                NullifierRule::HiddenSender,
+                EXPECTED_HIDDEN_SENDER_CONSTRAINTS,
+            ),
+        ] {
+            for (kind, expected) in Kind::ALL.into_iter().zip(table) {
+                let counts: Vec<usize> = crate::SUPPORTED_K
+                    .map(|k| constraints(kind, k, rule))
+                    .collect();
+                assert_eq!(counts, expected, "{kind}, {rule:?}");
+            }
         }
+    }
+
+    fn constraints(kind: Kind, k: usize, rule: NullifierRule) -> usize {
+        let cs = ConstraintSystem::<Fr>::new_ref();
+        cs.set_mode(ark_relations::gr1cs::SynthesisMode::Setup);
+        PaymentCircuit::for_setup(kind, k)
+            .with_nullifier_rule(rule)
+            .generate_constraints(cs.clone())
+            .unwrap();
+        cs.num_constraints()
     }
 
     /// Transfer, deposit, withdraw; k = 2..6. Check 20 costs k(k − 1)/2 of them (1 to 15),
@@ -708,6 +754,125 @@ mod tests {
         [13_086, 17_071, 21_057, 25_044, 29_032],
         [29_506, 33_491, 37_477, 41_464, 45_452],
     ];
+
+    /// The same with the hidden sender's nullifier: k fewer each, the selection of
+    /// `hashed_shared_secrets[s]` that check 12 no longer makes.
+    const EXPECTED_HIDDEN_SENDER_CONSTRAINTS: [[usize; 5]; 3] = [
+        [12_322, 16_312, 20_303, 24_295, 28_288],
+        [13_084, 17_068, 21_053, 25_039, 29_026],
+        [29_504, 33_488, 37_473, 41_459, 45_446],
+    ];
+
+    /// Check 12 alone, in each rule: the reference's selection (k) and Poseidon of two inputs
+    /// with the equality; the hidden sender's Poseidon only. Counted as the difference of whole
+    /// circuits, so that nothing else of the circuit depends on the rule.
+    #[test]
+    fn the_hidden_senders_nullifier_costs_k_constraints_fewer() {
+        for kind in Kind::ALL {
+            for k in crate::SUPPORTED_K {
+                assert_eq!(
+                    constraints(kind, k, NullifierRule::Reference)
+                        - constraints(kind, k, NullifierRule::HiddenSender),
+                    k,
+                    "{kind}, k = {k}"
+                );
+            }
+        }
+    }
+
+    /// `inputs` with its nullifier derived by `rule`.
+    fn under(rule: NullifierRule, inputs: &PaymentInputs) -> PaymentInputs {
+        Spend::of(inputs).inputs_with(rule)
+    }
+
+    /// The trace of the first unsatisfied constraint of the circuit for `inputs` whose nullifier
+    /// follows `rule`; `None` if it is satisfied. (Every synthesis of a test that reads traces
+    /// goes through the tracing layer: a callsite first reached without it can stay silent.)
+    fn first_unsatisfied_with(inputs: &PaymentInputs, rule: NullifierRule) -> Option<String> {
+        let circuit = PaymentCircuit::for_proving(inputs.clone()).with_nullifier_rule(rule);
+        crate::first_unsatisfied(circuit).expect("the hints of these forgeries can be computed")
+    }
+
+    /// Forged nullifiers for the hidden sender's statement: each is refused by the native checks,
+    /// naming the check, and leaves the circuit unsatisfied in that check's namespace.
+    #[test]
+    fn the_hidden_senders_nullifier_is_the_one_of_its_balance_and_block() {
+        let rule = NullifierRule::HiddenSender;
+        for kind in Kind::ALL {
+            let honest = under(rule, &sample(kind, 3, 1, 50));
+            assert_eq!(honest.check_with(rule), Ok(1), "{kind}");
+            assert_eq!(first_unsatisfied_with(&honest, rule), None, "{kind}");
+            let s_s = honest.shared_secrets[1];
+            let b = honest.block_number;
+            type Forgery<'a> = (&'a str, Check, Box<dyn Fn(&mut PaymentInputs)>);
+            let forgeries: Vec<Forgery> = vec![
+                // The reference's nullifier of the same payment, and the other way round below.
+                ("the reference's nullifier", Check::Nullifier, {
+                    let reference = NullifierRule::Reference.nullifier(&s_s, &b);
+                    Box::new(move |t| t.nullifier = reference)
+                }),
+                // A decoy's shared secret in place of the sender's.
+                ("a decoy's nullifier", Check::Nullifier, {
+                    Box::new(move |t| t.nullifier = rule.nullifier(&t.shared_secrets[0], &b))
+                }),
+                ("another block's nullifier", Check::Nullifier, {
+                    Box::new(move |t| t.nullifier = rule.nullifier(&s_s, &(b + Fr::ONE)))
+                }),
+                ("an arbitrary nullifier", Check::Nullifier, {
+                    Box::new(|t| t.nullifier += Fr::ONE)
+                }),
+                // The sender's shared secret off by L, with everything derived from it again: a
+                // second nullifier for the balance, if check 4 did not reduce it.
+                ("the shared secret plus L", Check::SharedSecret, {
+                    Box::new(move |t| {
+                        let alias = s_s + modl::l_fr();
+                        t.shared_secrets[1] = alias;
+                        t.hashed_shared_secrets[1] = crate::payment::hashed_shared_secret(&alias);
+                        t.message_tags[1] = crate::payment::message_tag(&alias, &b);
+                        t.nullifier = rule.nullifier(&alias, &b);
+                    })
+                }),
+                // The balance's random value plus L: the same previous commitment, another
+                // shared secret, hence a second nullifier in the same block.
+                ("the random value plus L", Check::RandomValueRange, {
+                    Box::new(move |t| {
+                        let mut spend = Spend::of(t);
+                        spend.random_value += modl::l_fr();
+                        let forged = spend.inputs_with(rule);
+                        assert_eq!(forged.previous_commits, t.previous_commits);
+                        assert_ne!(forged.nullifier, t.nullifier);
+                        *t = forged;
+                    })
+                }),
+            ];
+            for (name, check, edit) in forgeries {
+                let mut t = honest.clone();
+                edit(&mut t);
+                assert_eq!(
+                    t.check_with(rule).unwrap_err().check,
+                    check,
+                    "{kind}, {name}"
+                );
+                let trace = first_unsatisfied_with(&t, rule)
+                    .unwrap_or_else(|| panic!("{kind}, {name}: satisfied"));
+                assert!(
+                    trace.contains(check.label()),
+                    "{kind}, {name}: the first unsatisfied constraint is at\n{trace}"
+                );
+            }
+            // Each statement refuses the other's nullifier.
+            let reference = sample(kind, 3, 1, 50);
+            assert_eq!(
+                reference.check_with(rule).unwrap_err().check,
+                Check::Nullifier
+            );
+            let label = Check::Nullifier.label();
+            assert!(first_unsatisfied_with(&reference, rule).is_some_and(|t| t.contains(label)));
+            assert_eq!(honest.check().unwrap_err().check, Check::Nullifier);
+            let as_reference = first_unsatisfied_with(&honest, NullifierRule::Reference);
+            assert!(as_reference.is_some_and(|t| t.contains(label)), "{kind}");
+        }
+    }
 
     #[test]
     fn each_bad_class_is_unsatisfiable() {
@@ -1288,7 +1453,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        // The three statements at k = 2: 13 to 20 s in the dev profile on two busy cores.
+        // The three statements at k = 2, under both nullifier rules: 13 to 20 s in the dev profile on two busy cores.
         #![proptest_config(proptest::prelude::ProptestConfig {
             cases: 256,
             failure_persistence: None,
@@ -1301,12 +1466,13 @@ mod tests {
         #[test]
         fn native_checks_pass_exactly_when_the_circuit_is_satisfied(
             kind in proptest::sample::select(Kind::ALL.to_vec()),
+            rule in proptest::sample::select(NullifierRule::ALL.to_vec()),
             element in proptest::prelude::any::<proptest::sample::Index>(),
             mutation in 0..5u8,
             seed in proptest::prelude::any::<u64>(),
         ) {
             use ark_ff::UniformRand;
-            let mut t = sample(kind, 2, 1, 30);
+            let mut t = under(rule, &sample(kind, 2, 1, 30));
             {
                 let mut elements = elements_mut(&mut t);
                 let x = elements.swap_remove(element.index(elements.len()));
@@ -1318,8 +1484,13 @@ mod tests {
                     _ => Fr::rand(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed)),
                 };
             }
-            let native = t.check();
-            proptest::prop_assert_eq!(native.is_ok(), satisfied(&t), "native: {:?}", native);
+            let native = t.check_with(rule);
+            proptest::prop_assert_eq!(
+                native.is_ok(),
+                satisfied_with(&t, rule),
+                "native: {:?}",
+                native
+            );
         }
     }
 }

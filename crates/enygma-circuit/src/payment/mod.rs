@@ -31,7 +31,9 @@
 //!     B + L opens the same commitment (check 7): without the bound, a sender holding 10 could
 //!     claim 10 + L and pay out up to that. (The reference bounds B and v below 2²⁵² only, and
 //!     its withdraw bounds only v.)
-//! 12. `nullifier = Poseidon(hashed_shared_secrets[s], block_number)`.
+//! 12. `nullifier = Poseidon(hashed_shared_secrets[s], block_number)` (the reference's rule), or
+//!     `nullifier = Poseidon(shared_secrets[s], block_number)` for the statements that hide the
+//!     sender ([`NullifierRule`]).
 //! 13. `tx_commits[i] = Pedersen(tx_values[i], tx_random_values[i])`, every tx value below L
 //!     (the reference: below 2²⁵², so L − x passes as a "receiver's value" that takes x away).
 //! 14. With `hᵢ = Poseidon(Poseidon(21), shared_secrets[i], block_number) mod L`: a receiver's
@@ -109,6 +111,35 @@ use crate::{
 pub const VALUE_BITS: usize = 252;
 /// Random factors are at most L, so they fit in L's 251 bits.
 pub const RANDOM_FACTOR_BITS: usize = modl::L_BITS;
+
+/// How check 12 derives the nullifier. Both rules are functions of the sender's shared secret
+/// `s_s = Poseidon(R, sk) mod L` and the block number alone, and s_s is one value per balance
+/// (checks 4, 7, 11 and 19), so either gives a balance exactly one nullifier per block. They
+/// differ in who can compute it (`docs/soundness.md`, P1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NullifierRule {
+    /// The reference's: `Poseidon(hashed_shared_secrets[s], block_number)`. Its inputs are public,
+    /// so anyone who tries the k members' hashed shared secrets finds the sender.
+    Reference,
+    /// `Poseidon(shared_secrets[s], block_number)`. s_s is private and the public
+    /// `hashed_shared_secrets[s] = Poseidon(s_s, s_s) mod L` does not give it back, so only the
+    /// sender can compute it and the nullifier names no member.
+    HiddenSender,
+}
+
+impl NullifierRule {
+    /// Both rules, the reference's first.
+    pub const ALL: [NullifierRule; 2] = [NullifierRule::Reference, NullifierRule::HiddenSender];
+
+    /// The nullifier of the sender whose shared secret is `shared_secret` (check 12).
+    pub fn nullifier(self, shared_secret: &Fr, block_number: &Fr) -> Fr {
+        let hashed = match self {
+            NullifierRule::Reference => hashed_shared_secret(shared_secret),
+            NullifierRule::HiddenSender => *shared_secret,
+        };
+        poseidon::hash(&[hashed, *block_number])
+    }
+}
 
 /// Which of the three payment statements a [`PaymentInputs`] or circuit is. Their names, routes,
 /// sizes and keys belong to the statement registry (`enygma_prover::statements`), not to this
@@ -193,8 +224,8 @@ pub enum Dvp {
 /// Every value of one payment statement, public and private, as field elements. The private
 /// ones (everything but the public inputs listed in the module documentation) are
 /// [`Secret`]s: redacted in `Debug`, zeroized on drop. `sender_id` is one, since it tells which
-/// member of the anonymity set is paying (check 12's nullifier tells it too, from public inputs
-/// only: `docs/soundness.md`, P1).
+/// member of the anonymity set is paying (the reference's nullifier tells it too, from public
+/// inputs only: `docs/soundness.md`, P1; [`NullifierRule::HiddenSender`]'s does not).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaymentInputs {
     pub sender_id: Secret<Fr>,
@@ -373,6 +404,11 @@ pub fn message_tag(shared_secret: &Fr, block_number: &Fr) -> Fr {
     ]))
 }
 
+/// `Poseidon(R, sk) mod L`: the sender's shared secret s_s (check 4), one value per balance.
+pub fn sender_shared_secret(random_value: &Fr, secret_key: &Fr) -> Fr {
+    modl::reduce(&poseidon::hash(&[*random_value, *secret_key]))
+}
+
 /// `Poseidon(s, s) mod L` (check 5).
 pub fn hashed_shared_secret(shared_secret: &Fr) -> Fr {
     modl::reduce(&poseidon::hash(&[*shared_secret, *shared_secret]))
@@ -461,11 +497,17 @@ impl PaymentInputs {
         out
     }
 
-    /// Evaluates every check of the statement natively, in order, and returns the sender's
-    /// index. Proving inputs that fail here would only fail later, after far more work. Each
-    /// check is one function, named as its gadget in [`constraints`] (`check_nullifier` ↔
-    /// `enforce_nullifier`).
+    /// Evaluates every check of the reference's statement natively, in order, and returns the
+    /// sender's index: [`PaymentInputs::check_with`] the reference's nullifier rule.
     pub fn check(&self) -> Result<usize, CheckFailure> {
+        self.check_with(NullifierRule::Reference)
+    }
+
+    /// Evaluates every check of the statement whose nullifier follows `rule`, in order, and
+    /// returns the sender's index. Proving inputs that fail here would only fail later, after far
+    /// more work. Each check is one function, named as its gadget in [`constraints`]
+    /// (`check_nullifier` ↔ `enforce_nullifier`).
+    pub fn check_with(&self, rule: NullifierRule) -> Result<usize, CheckFailure> {
         self.assert_lengths();
         let s = self.check_sender_in_anonymity_set()?;
         self.check_sender_tx_value(s)?;
@@ -480,7 +522,7 @@ impl PaymentInputs {
             self.check_sum_of_tx_commitments()?;
         }
         self.check_balance_range()?;
-        self.check_nullifier(s)?;
+        self.check_nullifier(s, rule)?;
         self.check_tx_commitments()?;
         self.check_random_factors(s)?;
         self.check_random_value_range()?;
@@ -575,7 +617,7 @@ impl PaymentInputs {
         // Copies on the stack, as every computation with them makes (see `crate::secret`).
         let (r, sk) = (*self.previous_sender_random_value, *self.secret_key);
         ensure(
-            self.shared_secrets[s] == modl::reduce(&poseidon::hash(&[r, sk])),
+            self.shared_secrets[s] == sender_shared_secret(&r, &sk),
             Check::SharedSecret,
         )
     }
@@ -676,9 +718,12 @@ impl PaymentInputs {
         Ok(())
     }
 
-    fn check_nullifier(&self, s: usize) -> Result<(), CheckFailure> {
+    /// Check 12. Check 4 has passed, so `shared_secrets[s]` is `Poseidon(R, sk) mod L`, and
+    /// check 5 made `hashed_shared_secrets[s]` its hash: the reference's rule reads the same
+    /// value the circuit selects.
+    fn check_nullifier(&self, s: usize, rule: NullifierRule) -> Result<(), CheckFailure> {
         ensure(
-            self.nullifier == poseidon::hash(&[self.hashed_shared_secrets[s], self.block_number]),
+            self.nullifier == rule.nullifier(&self.shared_secrets[s], &self.block_number),
             Check::Nullifier,
         )
     }
@@ -876,12 +921,18 @@ impl Spend {
         }
     }
 
-    /// The inputs this spend stands for, every derived value recomputed.
+    /// The inputs this spend stands for, every derived value recomputed, the nullifier by the
+    /// reference's rule.
     pub fn inputs(&self) -> PaymentInputs {
+        self.inputs_with(NullifierRule::Reference)
+    }
+
+    /// The inputs this spend stands for, every derived value recomputed, the nullifier by `rule`.
+    pub fn inputs_with(&self, rule: NullifierRule) -> PaymentInputs {
         let s = self.sender;
         let (sk, r) = (self.secret_key, self.random_value);
         let mut shared_secrets = self.shared_secrets.clone();
-        shared_secrets[s] = modl::reduce(&poseidon::hash(&[r, sk]));
+        shared_secrets[s] = sender_shared_secret(&r, &sk);
         let mut public_keys = self.public_keys.clone();
         public_keys[s] = public_key(&sk);
         let mut previous_commits = self.previous_commits.clone();
@@ -922,7 +973,7 @@ impl Spend {
         }
         PaymentInputs {
             sender_id: self.anonymity_set[s].into(),
-            nullifier: poseidon::hash(&[hashed_shared_secrets[s], self.block_number]),
+            nullifier: rule.nullifier(&shared_secrets[s], &self.block_number),
             message_tags: shared_secrets
                 .iter()
                 .map(|x| message_tag(x, &self.block_number))
@@ -1434,6 +1485,42 @@ mod tests {
                 Err("check 19 (random value range) failed".into()),
                 "{kind}"
             );
+        }
+    }
+
+    /// The hidden sender's nullifier is `Poseidon(shared_secrets[s], block_number)`: generated
+    /// inputs pass under it at every k, and each rule refuses the other's nullifier by check 12.
+    #[test]
+    fn each_nullifier_rule_refuses_the_others_nullifier() {
+        let mut rng = rng(46);
+        for kind in Kind::ALL {
+            for k in crate::SUPPORTED_K {
+                let reference = PaymentInputs::generate(kind, k, k - 1, 3, 7, &mut rng);
+                let hidden = Spend::of(&reference).inputs_with(NullifierRule::HiddenSender);
+                let s_s = reference.shared_secrets[k - 1];
+                assert_eq!(
+                    hidden.nullifier,
+                    poseidon::hash(&[s_s, reference.block_number])
+                );
+                assert_eq!(hidden.check_with(NullifierRule::HiddenSender), Ok(k - 1));
+                let mut others = hidden.clone();
+                others.nullifier = reference.nullifier;
+                assert_eq!(
+                    hidden.public_inputs().len(),
+                    reference.public_inputs().len()
+                );
+                for (t, rule) in [
+                    (&reference, NullifierRule::HiddenSender),
+                    (&others, NullifierRule::HiddenSender),
+                    (&hidden, NullifierRule::Reference),
+                ] {
+                    assert_eq!(
+                        t.check_with(rule).map_err(|e| e.to_string()),
+                        Err("check 12 (nullifier) failed".into()),
+                        "{kind}, k = {k}"
+                    );
+                }
+            }
         }
     }
 

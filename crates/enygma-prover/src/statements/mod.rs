@@ -7,7 +7,10 @@
 //! generation). [`ALL`] lists the entries; nothing else lists statements.
 //!
 //! An [`Instance`] is a statement with one of its sizes (`transfer` with k = 6) or, for a
-//! statement without sizes, the statement itself. Everything per key is per instance and derived
+//! statement without sizes, the statement itself. [`instances`] are those a server hosts and
+//! `enygma setup` makes keys for unless told otherwise; a statement whose descriptor says
+//! `hosted_by_default: false` (the payment statements that hide the sender) is served only where
+//! an operator names it, and [`all_instances`] includes it. Everything per key is per instance and derived
 //! here: the key stem (`transfer-k6`, `ownership-721`), hence the key files
 //! `{stem}.pk/.pk.sha256/.vk` and the development seed; the contract name
 //! (`EnygmaTransferVerifierK6`, `EnygmaOwnership721Verifier`); the request paths
@@ -40,6 +43,9 @@ pub static ALL: &[&dyn AnyStatement] = &[
     &dvp::join_split::JOIN_SPLIT_ENYGMA,
     &dvp::join_split::JOIN_SPLIT_1155,
     &dvp::ownership::OWNERSHIP_721,
+    &payment::HIDDEN_SENDER_TRANSFER,
+    &payment::HIDDEN_SENDER_DEPOSIT,
+    &payment::HIDDEN_SENDER_WITHDRAW,
 ];
 
 /// The statement the CLI uses when `--circuit` is not given: the reference's main one.
@@ -68,6 +74,11 @@ pub struct Descriptor {
     /// The middle of the Solidity contract name: `Transfer` gives `EnygmaTransferVerifierK6`,
     /// `JoinSplit1155` gives `EnygmaJoinSplit1155Verifier`. Letters and digits only.
     pub contract_title: &'static str,
+    /// Whether a server hosts the statement, and `enygma setup` makes its keys, when no circuit
+    /// list names what to serve. A statement a ledger must choose instead of another (the
+    /// hidden sender's payments, whose nullifiers differ from the reference's for the same
+    /// balance) is `false`: an operator names it in `--circuits`.
+    pub hosted_by_default: bool,
 }
 
 /// A statement's behaviour, typed: what a statement module implements.
@@ -330,8 +341,18 @@ pub fn by_name(name: &str) -> Option<&'static dyn AnyStatement> {
     all().find(|s| s.descriptor().name == name)
 }
 
-/// Every instance of every statement, in registry order then by k.
+/// Every instance of every statement hosted by default ([`Descriptor::hosted_by_default`]), in
+/// registry order then by k: what a server hosts and `enygma setup` makes keys for when no
+/// circuit list is given.
 pub fn instances() -> impl Iterator<Item = Instance> {
+    all()
+        .filter(|s| s.descriptor().hosted_by_default)
+        .flat_map(instances_of)
+}
+
+/// Every instance of every statement, those an operator must name included, in registry order
+/// then by k: what a circuit list, a key stem or a route can name.
+pub fn all_instances() -> impl Iterator<Item = Instance> {
     all().flat_map(instances_of)
 }
 
@@ -514,7 +535,7 @@ pub fn instance(name: &str, k: Option<usize>) -> Result<Instance, InstanceError>
 
 /// The instance whose key stem is `stem` (`transfer-k6`, `ownership-721`).
 pub fn by_stem(stem: &str) -> Option<Instance> {
-    instances().find(|i| i.key_stem() == stem)
+    all_instances().find(|i| i.key_stem() == stem)
 }
 
 /// An item of a circuit list: a statement name (every instance of it) or a key stem (that
@@ -536,7 +557,7 @@ pub fn resolve_list(list: &str) -> Result<Vec<Instance>, InstanceError> {
         }
         chosen.extend(resolve(item)?);
     }
-    Ok(instances().filter(|i| chosen.contains(i)).collect())
+    Ok(all_instances().filter(|i| chosen.contains(i)).collect())
 }
 
 /// The error for a circuit item that is neither a statement name nor a key stem.
@@ -548,9 +569,9 @@ fn statement_names() -> Vec<&'static str> {
     all().map(|s| s.descriptor().name).collect()
 }
 
-/// Every instance's key stem, in registry order.
+/// Every instance's key stem, in registry order, those hosted only when named included.
 pub fn key_stems() -> Vec<String> {
-    instances().map(|i| i.key_stem()).collect()
+    all_instances().map(|i| i.key_stem()).collect()
 }
 
 /// Parses the `{k}` of a sized statement's route as the reference does (Go's `strconv.Atoi`,
@@ -683,7 +704,7 @@ mod tests {
                 }
             }
         }
-        let all_instances: Vec<Instance> = instances().collect();
+        let all_instances: Vec<Instance> = super::all_instances().collect();
         let mut seen = std::collections::HashSet::new();
         for i in &all_instances {
             assert!(seen.insert(i.key_stem()), "{i} twice");
@@ -764,6 +785,48 @@ mod tests {
             ["join-split-enygma", "ownership-721"]
         );
         assert!(match_path("/join-split-enygma-2").is_none());
+    }
+
+    /// The payment statements with the hidden sender's nullifier: their own names, routes, keys
+    /// and contracts, hosted (and given keys by `enygma setup`) only where a circuit list names
+    /// them.
+    #[test]
+    fn the_hidden_sender_statements_are_served_only_when_named() {
+        let hidden: Vec<String> = all_instances().skip(18).map(|i| i.key_stem()).collect();
+        assert_eq!(hidden.len(), 15);
+        assert_eq!(hidden[0], "hidden-sender-transfer-k2");
+        assert_eq!(hidden[14], "hidden-sender-withdraw-k6");
+        assert!(instances().all(|i| !i.name().starts_with("hidden-sender")));
+        assert_eq!(instances().count(), 18);
+        let t6 = instance("hidden-sender-transfer", Some(6)).unwrap();
+        assert_eq!(t6.prove_path(), "/generateProofHiddenSenderTransfer-6");
+        assert_eq!(t6.verify_path(), "/verifyProofHiddenSenderTransfer-6");
+        assert_eq!(t6.contract_name(), "EnygmaHiddenSenderTransferVerifierK6");
+        assert_eq!(
+            t6.development_seed_text(),
+            "enygma-prover development keys v1: hidden-sender-transfer k=6"
+        );
+        // The same public inputs as the reference's: a gateway reads them alike.
+        for (hidden, reference) in [
+            ("hidden-sender-transfer", "transfer"),
+            ("hidden-sender-deposit", "deposit"),
+            ("hidden-sender-withdraw", "withdraw"),
+        ] {
+            for k in 2..=6 {
+                assert_eq!(
+                    instance(hidden, Some(k)).unwrap().num_public_inputs(),
+                    instance(reference, Some(k)).unwrap().num_public_inputs()
+                );
+            }
+        }
+        assert_eq!(
+            stems_of("transfer-k6,hidden-sender-deposit-k3"),
+            ["transfer-k6", "hidden-sender-deposit-k3"]
+        );
+        assert_eq!(resolve_list("hidden-sender-withdraw").unwrap().len(), 5);
+        assert_eq!(by_stem("hidden-sender-transfer-k2").unwrap().k(), Some(2));
+        let m = match_path("/generateProofHiddenSenderDeposit-4").unwrap();
+        assert_eq!(m.instance().unwrap().key_stem(), "hidden-sender-deposit-k4");
     }
 
     fn stems_of(list: &str) -> Vec<String> {
@@ -864,7 +927,7 @@ mod tests {
         #[test]
         fn generated_requests_round_trip(seed: u64, index in 0usize..64) {
             use rand::SeedableRng;
-            for instance in instances() {
+            for instance in all_instances() {
                 let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
                 let spec = RequestSpec { index, ..RequestSpec::default() };
                 let body = instance.generate(&spec, &mut rng).unwrap();

@@ -2,7 +2,7 @@
 //! [`assert_conforms`], used by the HTTP tests) the answers the server gives.
 
 use super::*;
-use enygma_prover::statements::{instances, NON_NUMERIC_K};
+use enygma_prover::statements::{all_instances, NON_NUMERIC_K};
 
 fn doc() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
@@ -112,7 +112,7 @@ fn the_committed_document_is_the_generated_one() {
 fn every_route_is_described_with_its_instances_schemas() {
     let paths = doc()["paths"].as_object().unwrap();
     let mut expected = 0;
-    for instance in instances() {
+    for instance in all_instances() {
         let stem = instance.key_stem();
         let prove = operation("POST", &instance.prove_path());
         assert_eq!(prove["operationId"], format!("prove-{stem}"));
@@ -188,7 +188,7 @@ fn every_route_is_described_with_its_instances_schemas() {
 #[test]
 fn the_request_schemas_accept_and_refuse_what_the_parsers_do() {
     let r = enygma_verifier::SCALAR_FIELD_MODULUS;
-    for instance in instances() {
+    for instance in all_instances() {
         let op = operation("POST", &instance.prove_path());
         let media = &op["requestBody"]["content"][JSON];
         let example = &media["example"];

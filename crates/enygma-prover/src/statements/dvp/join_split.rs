@@ -41,6 +41,7 @@ pub static JOIN_SPLIT_ENYGMA: Entry<JoinSplit> = Entry {
         prove_route: "/join-split-enygma",
         verify_route: "/verify-join-split-enygma",
         contract_title: "JoinSplitEnygma",
+        hosted_by_default: true,
     },
     statement: JoinSplit(TokenKind::Erc20),
 };
@@ -52,6 +53,7 @@ pub static JOIN_SPLIT_1155: Entry<JoinSplit> = Entry {
         prove_route: "/join-split-1155",
         verify_route: "/verify-join-split-1155",
         contract_title: "JoinSplit1155",
+        hosted_by_default: true,
     },
     statement: JoinSplit(TokenKind::Erc1155),
 };

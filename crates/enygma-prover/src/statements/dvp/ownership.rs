@@ -33,6 +33,7 @@ pub static OWNERSHIP_721: Entry<Ownership> = Entry {
         prove_route: "/ownership-721",
         verify_route: "/verify-ownership-721",
         contract_title: "Ownership721",
+        hosted_by_default: true,
     },
     statement: Ownership,
 };

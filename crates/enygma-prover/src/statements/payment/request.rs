@@ -12,10 +12,15 @@
 //! long, every field present. Each error names its field (`tx_values[3]: not a decimal number`)
 //! and never repeats the value, which may be secret. Unknown fields are ignored, as the
 //! reference's JSON binding ignores them.
+//!
+//! The statements with the hidden sender's nullifier take the same request, but `nullifier` may
+//! be left out: it is then `Poseidon(Poseidon(R, sk) mod L, block_number)`, computed from the
+//! request's own `previous_sender_random_value`, `secret_key` and `block_number`. A given
+//! `nullifier` must be that value (check 12 refuses another, the reference's included).
 
 use enygma_circuit::{
     dvp::WITHDRAW_SLOTS,
-    payment::{Deposit, Dvp, Kind, PaymentInputs, Withdraw},
+    payment::{sender_shared_secret, Deposit, Dvp, Kind, NullifierRule, PaymentInputs, Withdraw},
     Fr, Secret,
 };
 use serde_json::{Map, Value};
@@ -75,10 +80,11 @@ const WITHDRAW_FIELDS: &[(&str, Shape)] = &[
     ("saltsIn", Shape::PerSlot),
 ];
 
-/// The JSON Schema of a `kind` request for size `k`: what [`parse_request`] accepts (every
-/// field present, canonical decimals below r, arrays of exactly k, or 10 per withdraw slot;
+/// The JSON Schema of a `kind` request for size `k` whose nullifier follows `rule`: what
+/// [`parse_request_with`] accepts (every field present, `nullifier` optional for the hidden
+/// sender's rule; canonical decimals below r, arrays of exactly k, or 10 per withdraw slot;
 /// unknown fields allowed).
-pub fn request_schema(kind: Kind, k: usize) -> Value {
+pub fn request_schema(kind: Kind, rule: NullifierRule, k: usize) -> Value {
     let extra = match kind {
         Kind::Transfer => &[][..],
         Kind::Deposit => DEPOSIT_FIELDS,
@@ -93,7 +99,13 @@ pub fn request_schema(kind: Kind, k: usize) -> Value {
         };
         (name, field)
     });
-    schema::request_object(fields)
+    let mut object = schema::request_object(fields);
+    if rule == NullifierRule::HiddenSender {
+        if let Some(required) = object["required"].as_array_mut() {
+            required.retain(|name| name != "nullifier");
+        }
+    }
+    object
 }
 
 struct Fields<'a> {
@@ -108,6 +120,13 @@ impl<'a> Fields<'a> {
 
     fn scalar(&self, name: &str) -> Result<Fr, RequestError> {
         parse_field_element(name, self.get(name)?)
+    }
+
+    fn optional_scalar(&self, name: &str) -> Result<Option<Fr>, RequestError> {
+        self.object
+            .get(name)
+            .map(|v| parse_field_element(name, v))
+            .transpose()
     }
 
     fn scalars(&self, name: &str) -> Result<Vec<Fr>, RequestError> {
@@ -141,9 +160,24 @@ impl<'a> Fields<'a> {
 /// Parses the body of `/generateProof{Transfer,Deposit,Withdraw}-{k}`. The private values go
 /// into [`Secret`]s; the JSON's strings are wiped when `object` drops, whatever the outcome.
 pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs, RequestError> {
+    parse_request_with(kind, NullifierRule::Reference, k, body)
+}
+
+/// Parses the body of a payment request whose nullifier follows `rule`; for the hidden sender's
+/// rule a missing `nullifier` is computed (see the module documentation).
+pub fn parse_request_with(
+    kind: Kind,
+    rule: NullifierRule,
+    k: usize,
+    body: &[u8],
+) -> Result<PaymentInputs, RequestError> {
     let object = parse_object(body)?;
     let f = Fields { object: &object, k };
-    Ok(PaymentInputs {
+    let nullifier = match rule {
+        NullifierRule::Reference => Some(f.scalar("nullifier")?),
+        NullifierRule::HiddenSender => f.optional_scalar("nullifier")?,
+    };
+    let mut inputs = PaymentInputs {
         sender_id: f.secret("sender_id")?,
         anonymity_set: f.scalars("anonymity_set")?,
         secret_key: f.secret("secret_key")?,
@@ -157,7 +191,8 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
         tx_values: f.secret_scalars("tx_values")?,
         tx_random_values: f.secret_scalars("tx_random_values")?,
         sender_tx_value: f.secret("sender_tx_value")?,
-        nullifier: f.scalar("nullifier")?,
+        // Set below, once the values it is computed from are parsed.
+        nullifier: Fr::from(0u64),
         block_number: f.scalar("block_number")?,
         message_tags: f.scalars("message_tags")?,
         dvp: match kind {
@@ -176,7 +211,17 @@ pub fn parse_request(kind: Kind, k: usize, body: &[u8]) -> Result<PaymentInputs,
                 salts_in: f.secret_slots("saltsIn")?,
             }),
         },
-    })
+    };
+    inputs.nullifier = match nullifier {
+        Some(given) => given,
+        // Check 4 makes shared_secrets[s] this value, so the nullifier needs neither s nor the
+        // request's shared_secrets: a request whose shared secret is wrong is refused by check 4.
+        None => {
+            let (r, sk) = (*inputs.previous_sender_random_value, *inputs.secret_key);
+            rule.nullifier(&sender_shared_secret(&r, &sk), &inputs.block_number)
+        }
+    };
+    Ok(inputs)
 }
 
 /// The request body for `inputs`, in the reference's field names: what `enygma gen-request`
@@ -269,12 +314,17 @@ mod tests {
     }
 
     /// The schema and the parser agree: the schema's fields are the generated request's, each
-    /// one the parser requires, and each array of the length the parser wants.
+    /// one the parser requires (all but the hidden sender's `nullifier`), and each array of the
+    /// length the parser wants.
     #[test]
     fn the_schema_describes_what_the_parser_requires() {
-        for kind in [Kind::Transfer, Kind::Deposit, Kind::Withdraw] {
+        for (kind, rule) in [Kind::Transfer, Kind::Deposit, Kind::Withdraw]
+            .into_iter()
+            .flat_map(|kind| NullifierRule::ALL.map(|rule| (kind, rule)))
+        {
+            let parse_request = |kind, k, body: &[u8]| parse_request_with(kind, rule, k, body);
             let body = to_request_json(&sample_of(kind));
-            let schema = request_schema(kind, 3);
+            let schema = request_schema(kind, rule, 3);
             let required: Vec<&str> = schema["required"]
                 .as_array()
                 .unwrap()
@@ -286,6 +336,7 @@ mod tests {
                 .unwrap()
                 .keys()
                 .map(|k| k.as_str())
+                .filter(|&name| rule == NullifierRule::Reference || name != "nullifier")
                 .collect();
             let mut sorted = required.clone();
             sorted.sort();
@@ -325,6 +376,41 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// The hidden sender's request may leave `nullifier` out: it is then the one check 12 wants,
+    /// computed from the sender's random value and key; a given one is taken as given, for check
+    /// 12 to judge.
+    #[test]
+    fn the_hidden_senders_nullifier_may_be_left_out() {
+        let rule = NullifierRule::HiddenSender;
+        for kind in [Kind::Transfer, Kind::Deposit, Kind::Withdraw] {
+            let reference = sample_of(kind);
+            let hidden = enygma_circuit::payment::Spend::of(&reference).inputs_with(rule);
+            let mut body = to_request_json(&hidden);
+            let parse = |body: &Value| {
+                parse_request_with(kind, rule, 3, body.to_string().as_bytes()).unwrap()
+            };
+            assert_eq!(parse(&body), hidden, "{kind}");
+            // The reference's request, as a gateway sends it today, with its nullifier.
+            let todays = to_request_json(&reference);
+            assert_eq!(parse(&todays).nullifier, reference.nullifier, "{kind}");
+            assert_eq!(
+                parse(&todays).check_with(rule).unwrap_err().to_string(),
+                "check 12 (nullifier) failed"
+            );
+            body.as_object_mut().unwrap().remove("nullifier");
+            let computed = parse(&body);
+            assert_eq!(computed, hidden, "{kind}");
+            assert_eq!(computed.check_with(rule), Ok(1), "{kind}");
+            // The reference's statement still requires it.
+            assert_eq!(
+                parse_request(kind, 3, body.to_string().as_bytes())
+                    .unwrap_err()
+                    .to_string(),
+                "nullifier: missing"
+            );
         }
     }
 
