@@ -56,8 +56,9 @@ pub struct Args {
     /// Where the admin listener serves /livez, /readyz and /metrics in plain HTTP without
     /// tokens, for the kubelet and Prometheus (ADDR:PORT; port 0 picks a free one, logged), or
     /// `none` for no admin listener. Loopback by default: open it beyond (0.0.0.0:9464 in a
-    /// pod) only behind a NetworkPolicy or firewall. One port per process: several servers on
-    /// one host each need their own, or `none`.
+    /// pod) only behind a NetworkPolicy or firewall. One port per process: unset, a server whose
+    /// default port is taken (another server on the host) takes a free port instead, logged;
+    /// an explicit address that is taken stops the start.
     #[arg(help_heading = H_LISTEN, long, env = "ENYGMA_ADMIN_BIND", value_name = "ADDR:PORT|none",
           default_value = DEFAULT_ADMIN_BIND, value_parser = parse_admin_bind)]
     pub admin_bind: AdminBind,

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
 use enygma_server::admission::ProveThreads;
@@ -18,7 +18,11 @@ use enygma_server::{reload_on_sighup, serve_with_admin, shutdown_signal, AppStat
 
 fn main() -> ExitCode {
     let malloc = enygma_server::malloc::tune();
-    let args = Args::parse();
+    let matches = Args::command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // The default admin port may be another server's on this host: then any free port.
+    let admin_default =
+        matches.value_source("admin_bind") == Some(clap::parser::ValueSource::DefaultValue);
     if args.prints_openapi() {
         // Before any logging: stdout is the document. A reader that stops early (`| head`)
         // is no failure of ours.
@@ -53,7 +57,7 @@ fn main() -> ExitCode {
             return ExitCode::from(Exit::Startup as u8);
         }
     };
-    let exit = runtime.block_on(run(args));
+    let exit = runtime.block_on(run(args, admin_default));
     // Do not wait for a key load still running on the blocking pool.
     runtime.shutdown_timeout(Duration::from_secs(1));
     ExitCode::from(exit as u8)
@@ -99,8 +103,8 @@ enum StartupError {
 }
 
 /// The service's start, step by step; every refusal is a [`StartupError`].
-async fn run(args: Args) -> Exit {
-    match start(&args).await {
+async fn run(args: Args, admin_default: bool) -> Exit {
+    match start(&args, admin_default).await {
         Ok(started) => started.serve(&args).await,
         Err(e) => {
             for line in e.to_string().lines() {
@@ -121,7 +125,7 @@ struct Started {
     transport: Transport,
 }
 
-async fn start(args: &Args) -> Result<Started, StartupError> {
+async fn start(args: &Args, admin_default: bool) -> Result<Started, StartupError> {
     let mut admission = args.admission();
     let hosted = args.hosted();
     let precomputed = args.precomputed().map_err(StartupError::Config)?;
@@ -154,7 +158,7 @@ async fn start(args: &Args) -> Result<Started, StartupError> {
         args.access.allow_shared_secret_files,
     ));
     let listener = bind_api(args).await?;
-    let admin = bind_admin(args.admin_bind).await?;
+    let admin = bind_admin(args.admin_bind, admin_default).await?;
     Ok(Started {
         state,
         hosted,
@@ -320,17 +324,36 @@ async fn bind_api(args: &Args) -> Result<tokio::net::TcpListener, StartupError> 
     Ok(listener)
 }
 
-/// The admin listener (`--admin-bind`), bound.
-async fn bind_admin(bind: AdminBind) -> Result<Option<tokio::net::TcpListener>, StartupError> {
+/// The admin listener (`--admin-bind`), bound. On the default address (`default`: the flag and
+/// its variable unset) a port another process holds, a second server on the host, is no reason
+/// to refuse the start: the listener takes a free port of the same address instead, logged.
+async fn bind_admin(
+    bind: AdminBind,
+    default: bool,
+) -> Result<Option<tokio::net::TcpListener>, StartupError> {
     let Some(addr) = bind.0 else {
         tracing::info!(
             "no admin listener (--admin-bind none): probes and /metrics on the API port only"
         );
         return Ok(None);
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|error| StartupError::AdminListen { addr, error })?;
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => listener,
+        Err(error) if default && error.kind() == std::io::ErrorKind::AddrInUse => {
+            let any = std::net::SocketAddr::new(addr.ip(), 0);
+            let listener = tokio::net::TcpListener::bind(any)
+                .await
+                .map_err(|error| StartupError::AdminListen { addr: any, error })?;
+            tracing::warn!(
+                taken = %addr,
+                "the default admin port is taken (another server on this host?): the admin \
+                 listener takes a free port instead; give each server its own --admin-bind to \
+                 choose"
+            );
+            listener
+        }
+        Err(error) => return Err(StartupError::AdminListen { addr, error }),
+    };
     let bound = listener.local_addr().unwrap_or(addr);
     tracing::info!(
         addr = %bound,

@@ -1115,6 +1115,54 @@ fn refused_start(args: &[&str], keys_dir: &Path) -> (Option<i32>, String) {
     (status.code(), text)
 }
 
+/// A second server on a host whose default admin port (9464) is taken starts all the same, its
+/// admin listener on a free port (logged); an explicit `--admin-bind` that is taken refuses.
+#[test]
+fn a_taken_default_admin_port_is_no_reason_to_refuse_the_start() {
+    let _serial = serial();
+    // Held here, unless another process on this host holds it already: taken either way.
+    let _holder = std::net::TcpListener::bind("127.0.0.1:9464");
+    let mut child = server_command()
+        .args(["--bind", "127.0.0.1", "--port", "0", "--circuits", "ownership-721"])
+        .arg("--keys-dir")
+        .arg(repo_dir().join("keys"))
+        .spawn()
+        .expect("start enygma-server");
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    let admin = loop {
+        let line = lines_rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no admin listener logged: {seen:#?}"));
+        if line.contains("admin listening") {
+            break line;
+        }
+        seen.push(line);
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        seen.iter().any(|l| l.contains("the default admin port is taken")),
+        "{seen:#?}"
+    );
+    assert!(admin.contains("127.0.0.1:") && !admin.contains(":9464"), "{admin}");
+
+    let (status, text) = refused_start(
+        &["--admin-bind", "127.0.0.1:9464", "--circuits", "ownership-721"],
+        &repo_dir().join("keys"),
+    );
+    assert_eq!(status, Some(2), "{text}");
+    assert!(text.contains("cannot listen on the admin address"), "{text}");
+}
+
 /// `--require-keys` with no keys refuses to start, names the missing key, and creates nothing.
 #[test]
 fn require_keys_without_keys_refuses_to_start() {
