@@ -70,7 +70,8 @@ pub struct Args {
 
     /// The circuits this server hosts, comma-separated: key stems (transfer-k6) or statement
     /// names (deposit: every k). Only their keys are loaded and only their routes answer (the
-    /// others 404); /readyz waits for them only [default: every statement and k].
+    /// others 404); /readyz waits for them only [default: every statement and k but the
+    /// hidden-sender payments, which are hosted only when named].
     #[arg(help_heading = H_KEYS, long, env = "ENYGMA_CIRCUITS", value_name = "LIST", value_parser = parse_circuits)]
     pub circuits: Option<CircuitList>,
 

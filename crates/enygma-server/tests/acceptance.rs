@@ -1123,7 +1123,14 @@ fn a_taken_default_admin_port_is_no_reason_to_refuse_the_start() {
     // Held here, unless another process on this host holds it already: taken either way.
     let _holder = std::net::TcpListener::bind("127.0.0.1:9464");
     let mut child = server_command()
-        .args(["--bind", "127.0.0.1", "--port", "0", "--circuits", "ownership-721"])
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--circuits",
+            "ownership-721",
+        ])
         .arg("--keys-dir")
         .arg(repo_dir().join("keys"))
         .spawn()
@@ -1132,7 +1139,10 @@ fn a_taken_default_admin_port_is_no_reason_to_refuse_the_start() {
     let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
         use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = lines_tx.send(line);
         }
     });
@@ -1150,17 +1160,29 @@ fn a_taken_default_admin_port_is_no_reason_to_refuse_the_start() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(
-        seen.iter().any(|l| l.contains("the default admin port is taken")),
+        seen.iter()
+            .any(|l| l.contains("the default admin port is taken")),
         "{seen:#?}"
     );
-    assert!(admin.contains("127.0.0.1:") && !admin.contains(":9464"), "{admin}");
+    assert!(
+        admin.contains("127.0.0.1:") && !admin.contains(":9464"),
+        "{admin}"
+    );
 
     let (status, text) = refused_start(
-        &["--admin-bind", "127.0.0.1:9464", "--circuits", "ownership-721"],
+        &[
+            "--admin-bind",
+            "127.0.0.1:9464",
+            "--circuits",
+            "ownership-721",
+        ],
         &repo_dir().join("keys"),
     );
     assert_eq!(status, Some(2), "{text}");
-    assert!(text.contains("cannot listen on the admin address"), "{text}");
+    assert!(
+        text.contains("cannot listen on the admin address"),
+        "{text}"
+    );
 }
 
 /// `--require-keys` with no keys refuses to start, names the missing key, and creates nothing.
