@@ -24,7 +24,6 @@
 //! not by outcome: it cannot take a token after the answer is known).
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -88,13 +87,13 @@ impl Allowance {
 /// Most buckets held; past it, the full ones (addresses with no recent failure) are dropped.
 const MAX_BUCKETS: usize = 16 * 1024;
 
-/// How often a key's failures reach a WARN line.
+/// How often an address's failures reach a WARN line.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
-/// One [`Allowance`] per key (a client address).
-pub struct AddressAllowances<K = IpAddr> {
+/// One [`Allowance`] per client address.
+pub struct AddressAllowances {
     allowance: Allowance,
-    buckets: Mutex<HashMap<K, Entry>>,
+    buckets: Mutex<HashMap<IpAddr, Entry>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -106,13 +105,13 @@ struct Entry {
 /// The outcome of one counted failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counted {
-    /// `Some(retry after)` once the key's allowance is spent.
+    /// `Some(retry after)` once the address's allowance is spent.
     pub over: Option<Duration>,
-    /// This failure is the key's first in [`WARN_EVERY`]: worth a WARN line.
+    /// This failure is the address's first in [`WARN_EVERY`]: worth a WARN line.
     pub warn: bool,
 }
 
-impl<K: Eq + Hash + Clone> AddressAllowances<K> {
+impl AddressAllowances {
     pub fn new(allowance: Allowance) -> Self {
         AddressAllowances {
             allowance,
@@ -120,8 +119,13 @@ impl<K: Eq + Hash + Clone> AddressAllowances<K> {
         }
     }
 
+    /// No allowance, only the pacing of WARN lines: once per address and minute.
+    pub fn warnings_only() -> Self {
+        Self::new(Allowance::new(0, Duration::from_secs(1)))
+    }
+
     /// Counts one failure of `key`.
-    pub fn failure(&self, key: &K, now: Instant) -> Counted {
+    pub fn failure(&self, key: &IpAddr, now: Instant) -> Counted {
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(key) {
             let allowance = self.allowance;
@@ -143,7 +147,7 @@ impl<K: Eq + Hash + Clone> AddressAllowances<K> {
         }
         let over = (!within).then(|| self.allowance.refill_time(entry.bucket.as_ref(), now));
         if buckets.len() < MAX_BUCKETS || buckets.contains_key(key) {
-            buckets.insert(key.clone(), entry);
+            buckets.insert(*key, entry);
         }
         Counted { over, warn }
     }

@@ -13,7 +13,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::Duration;
 
 use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
 use tokio_rustls::rustls::crypto::ring::default_provider;
@@ -31,7 +30,7 @@ use tokio_rustls::rustls::{
 use tokio_rustls::TlsAcceptor;
 use webpki::CertRevocationList;
 
-use crate::bad_requests::{AddressAllowances, Allowance};
+use crate::bad_requests::AddressAllowances;
 use crate::caller::Caller;
 use crate::client_names::{self, ClientNames};
 use crate::transport::ConnectionSlot;
@@ -108,7 +107,7 @@ impl Tls {
             files,
             current: RwLock::new(Arc::new(current)),
             accepted_log: EverySecond::default(),
-            refused_log: AddressAllowances::new(Allowance::new(0, Duration::from_secs(1))),
+            refused_log: AddressAllowances::warnings_only(),
             clients: Mutex::new(HashMap::new()),
             next_client: AtomicU64::new(0),
         })

@@ -80,8 +80,8 @@ use crate::tls::Tls;
 mod budget;
 mod drain;
 
-use budget::{Budget, BudgetLimits};
-pub use budget::{Closing, ConnectionSlot};
+pub use budget::ConnectionSlot;
+use budget::{Budget, BudgetLimits, Closing};
 use drain::DrainOnDrop;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

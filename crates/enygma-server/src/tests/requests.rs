@@ -225,7 +225,7 @@ async fn a_connection_that_keeps_sending_malformed_requests_is_closed_and_nothin
     let malformed = body_with("bad", 0, serde_json::json!({"fail": "bad"}));
     // One keep-alive connection: three malformed requests spend its allowance, and it is
     // closed after the answer to the fourth.
-    let mut conn = tls_free_h1(a).await;
+    let mut conn = access::tls_client::H1::plain(a).await.unwrap();
     for i in 0..4 {
         let r = conn
             .send("POST", "/generateProofTransfer-2", &[], &malformed)
@@ -259,11 +259,4 @@ async fn a_connection_that_keeps_sending_malformed_requests_is_closed_and_nothin
         "{m}"
     );
     assert_eq!(s.stop().await, Exit::Clean);
-}
-
-/// A plain-text HTTP/1.1 keep-alive connection.
-async fn tls_free_h1(addr: SocketAddr) -> access::tls_client::H1 {
-    access::tls_client::H1::over(tokio::net::TcpStream::connect(addr).await.unwrap())
-        .await
-        .unwrap()
 }

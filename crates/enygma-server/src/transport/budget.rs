@@ -216,22 +216,25 @@ impl Budget {
             .collect();
         // Upgraded without the lock held: the last reference to a closing connection's slot
         // may be dropped here, and its drop takes the lock.
-        let live: Vec<(u64, Arc<ConnectionSlot>)> = by_age
+        let live: Vec<(u64, Option<IpAddr>, Arc<ConnectionSlot>)> = by_age
             .into_iter()
-            .filter_map(|(id, slot)| Some((id, slot.upgrade()?)))
+            .filter_map(|(id, slot)| {
+                let slot = slot.upgrade()?;
+                let ip = *slot.ip.lock().unwrap_or_else(|e| e.into_inner());
+                Some((id, ip, slot))
+            })
             .collect();
-        let address = |slot: &ConnectionSlot| *slot.ip.lock().unwrap_or_else(|e| e.into_inner());
         let mut held: HashMap<Option<IpAddr>, usize> = HashMap::new();
-        for (_, slot) in &live {
-            *held.entry(address(slot)).or_default() += 1;
+        for (_, ip, _) in &live {
+            *held.entry(*ip).or_default() += 1;
         }
         // Oldest first (the map's order); the first of the most crowded address wins.
         let chosen = live
             .iter()
-            .filter(|(_, slot)| *slot.busy.borrow() == 0)
+            .filter(|(_, _, slot)| *slot.busy.borrow() == 0)
             .rev()
-            .max_by_key(|(_, slot)| held.get(&address(slot)).copied().unwrap_or(0));
-        let Some((id, slot)) = chosen else {
+            .max_by_key(|(_, ip, _)| held[ip]);
+        let Some((id, _, slot)) = chosen else {
             return false;
         };
         self.unauthenticated_by_age

@@ -224,6 +224,12 @@ impl H1 {
         Self::over(connect(addr, config).await?).await
     }
 
+    /// In plain text.
+    pub async fn plain(addr: SocketAddr) -> Result<H1, Error> {
+        assert!(addr.ip().is_loopback(), "tests only talk to 127.0.0.1");
+        Self::over(TcpStream::connect(addr).await?).await
+    }
+
     pub async fn over<S>(io: S) -> Result<H1, Error>
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,

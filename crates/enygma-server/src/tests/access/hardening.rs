@@ -94,18 +94,14 @@ async fn connections_that_never_authenticate_give_their_place_to_a_newcomer() {
     let bearer = format!("Bearer {API_TOKEN}");
     let token = [("Authorization", bearer.as_str())];
     // A gateway's connection: its first request shows a token, so it leaves the budget.
-    let mut gateway = H1::over(TcpStream::connect(s.addr).await.unwrap())
-        .await
-        .unwrap();
+    let mut gateway = H1::plain(s.addr).await.unwrap();
     let r = gateway
         .send("GET", "/openapi.json", &token, b"")
         .await
         .unwrap();
     assert_eq!(r.status, 200);
     // While tokens are required, a probe does not keep a connection that never showed one.
-    let mut prober = H1::over(TcpStream::connect(s.addr).await.unwrap())
-        .await
-        .unwrap();
+    let mut prober = H1::plain(s.addr).await.unwrap();
     let r = prober.send("GET", "/livez", &[], b"").await.unwrap();
     assert_eq!((r.status, r.header("connection")), (200, Some("close")));
     assert!(prober.send("GET", "/livez", &[], b"").await.is_err());
@@ -157,12 +153,8 @@ async fn an_unauthenticated_connection_is_closed_at_its_deadline_whatever_it_doe
     };
     // No tokens: a connection authenticates with any request but a probe.
     let s = start_limited(cfg(Some(1), 4, 5_000), limits).await;
-    let mut prober = H1::over(TcpStream::connect(s.addr).await.unwrap())
-        .await
-        .unwrap();
-    let mut worker = H1::over(TcpStream::connect(s.addr).await.unwrap())
-        .await
-        .unwrap();
+    let mut prober = H1::plain(s.addr).await.unwrap();
+    let mut worker = H1::plain(s.addr).await.unwrap();
     let r = worker
         .send("POST", "/generateProofTransfer-2", &[], &body("w", 0))
         .await
@@ -421,24 +413,41 @@ impl RawH2 {
         RawH2 { sender, ping }
     }
 
+    /// Posts the head of a request with `body` and its first `sent_first` bytes, and reads the
+    /// whole answer: its status, and the stream the rest of the body would go on.
+    async fn post_head(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        sent_first: usize,
+    ) -> (u16, h2::SendStream<Bytes>) {
+        let mut req = hyper::Request::post(format!("https://localhost{path}"))
+            .header("content-type", "application/json")
+            .header("content-length", body.len());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let mut sender = self.sender.clone().ready().await.unwrap();
+        let (response, mut stream) = sender.send_request(req.body(()).unwrap(), false).unwrap();
+        stream
+            .send_data(Bytes::copy_from_slice(&body[..sent_first]), false)
+            .unwrap();
+        let response = response.await.unwrap();
+        let status = response.status().as_u16();
+        let mut answer = response.into_body();
+        while let Some(chunk) = answer.data().await {
+            let chunk = chunk.unwrap();
+            let _ = answer.flow_control().release_capacity(chunk.len());
+        }
+        (status, stream)
+    }
+
     /// Posts the head and the first `sent_first` bytes of `body` and reads the whole answer:
     /// its status, and whether the server then went away (GOAWAY: no new stream can start).
     async fn post_refused(&mut self, path: &str, body: &[u8], sent_first: usize) -> (u16, bool) {
-        let req = hyper::Request::post(format!("https://localhost{path}"))
-            .header("content-type", "application/json")
-            .header("content-length", body.len());
         let fut = async {
-            let mut sender = self.sender.clone().ready().await.unwrap();
-            let (response, mut stream) = sender.send_request(req.body(()).unwrap(), false).unwrap();
-            stream
-                .send_data(Bytes::copy_from_slice(&body[..sent_first]), false)
-                .unwrap();
-            let response = response.await.unwrap();
-            let status = response.status().as_u16();
-            let mut answer = response.into_body();
-            while let Some(chunk) = answer.data().await {
-                chunk.unwrap();
-            }
+            let (status, _stream) = self.post_head(path, &[], body, sent_first).await;
             let deadline = Instant::now() + T;
             let gone = loop {
                 if self.sender.clone().ready().await.is_err() {
@@ -465,25 +474,8 @@ impl RawH2 {
         body: &[u8],
         sent_first: usize,
     ) -> (u16, bool) {
-        let mut req = hyper::Request::post(format!("https://localhost{path}"))
-            .header("content-type", "application/json")
-            .header("content-length", body.len());
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
         let fut = async {
-            let mut sender = self.sender.clone().ready().await.unwrap();
-            let (response, mut stream) = sender.send_request(req.body(()).unwrap(), false).unwrap();
-            stream
-                .send_data(Bytes::copy_from_slice(&body[..sent_first]), false)
-                .unwrap();
-            let response = response.await.unwrap();
-            let status = response.status().as_u16();
-            let mut answer = response.into_body();
-            while let Some(chunk) = answer.data().await {
-                let chunk = chunk.unwrap();
-                let _ = answer.flow_control().release_capacity(chunk.len());
-            }
+            let (status, mut stream) = self.post_head(path, headers, body, sent_first).await;
             self.ping.ping(h2::Ping::opaque()).await.unwrap();
             let rest = stream.send_data(Bytes::copy_from_slice(&body[sent_first..]), true);
             // Another round trip, for the server's answer to the end of the stream.
@@ -501,10 +493,10 @@ impl RawH2 {
 }
 
 /// Over HTTP/2 (TLS, ALPN h2, as curl does by default), answers sent before the request body
-/// is read (401 without a token, 503 while the keys load, 413 past the body limit) reach the
-/// client as their status and end their stream without RST_STREAM: the rest of the body is
-/// read and discarded. (curl reported such resets as "stream error", exit 92, instead of the
-/// status.)
+/// is read (503 while the keys load, 413 past the body limit) reach the client as their status
+/// and end their stream without RST_STREAM: the rest of the body is read and discarded. (curl
+/// reported such resets as "stream error", exit 92, instead of the status.) A 401 reaches the
+/// client whole too, and then closes its connection with a GOAWAY.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn early_answers_over_http2_end_their_stream_without_a_reset() {
     let dir = temp_dir("h2-early-answers");
