@@ -21,9 +21,9 @@ use ark_ec::{
 use ark_ff::{BigInteger, PrimeField, Zero};
 use rayon::prelude::*;
 
-use crate::{
-    for_each_signed_digit, window, Arithmetic, Curve, Scalar, TopWindow, FILL_COST, FOLDED_BITS,
-};
+use crate::curve::{Arithmetic, Curve, Scalar};
+use crate::pippenger::{for_each_signed_digit, TopWindow};
+use crate::window::{self, FILL_COST, FOLDED_BITS};
 
 /// Field multiplications per bucket of the batch-affine reduction ([`crate::reduce`]): two
 /// affine additions.
@@ -250,7 +250,7 @@ pub fn msm_precomputed_with<P: Curve>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::msm;
+    use crate::pippenger::msm;
     use ark_ff::Field;
     use ark_std::UniformRand;
     use rand::{Rng, SeedableRng};

@@ -8,16 +8,42 @@
 
 use ark_ec::{
     short_weierstrass::{Affine, Projective, SWCurveConfig},
-    AffineRepr, CurveGroup,
+    AffineRepr,
 };
-use ark_ff::{Field, Zero};
+use ark_ff::Zero;
 
-use crate::reduce::reduce_runs_batch_affine;
-use crate::{Arithmetic, Curve};
+use crate::buckets::{AffineBuckets, BucketStore};
+use crate::curve::{Arithmetic, Curve};
 
 /// Windows with at least this many buckets are filled and reduced one at a time; narrower ones
 /// a group at a time ([`segment_sums`]), so that their additions share batches.
 pub(crate) const WIDE_WINDOW: usize = 4096;
+
+/// Scalars are folded into `[0, (r-1)/2]`, which is below `2^253`.
+pub(crate) const FOLDED_BITS: usize = 253;
+
+/// Field multiplications per point per window when filling buckets: the batch-affine addition
+/// (2 products and a square, plus 3 products of Montgomery's trick) and the scan overhead.
+pub(crate) const FILL_COST: usize = 7;
+/// Field multiplications per bucket per window in the reduction: two batch-affine additions
+/// ([`reduce`]).
+pub(crate) const REDUCE_COST: usize = 14;
+/// The widest window [`window_bits`] picks. Alone, 32,768 random G1 scalars took 2 % less time
+/// at c = 12 than at 11 (`examples/window_sweep.rs`); inside a k = 6 transfer proof, its H MSM
+/// (32,767 points) took 9 % more at 12 (one thread, five alternated rounds), where a group's
+/// store of buckets doubles to some 45,000.
+pub(crate) const MAX_WINDOW_BITS: usize = 11;
+
+/// The window width in `2..=MAX_WINDOW_BITS` minimising
+/// `windows × (n × FILL_COST + buckets × REDUCE_COST)`: the widths `examples/window_sweep.rs`
+/// measured fastest at 4,400 and 8,192 G1 points.
+pub fn window_bits(n: usize) -> usize {
+    (2..=MAX_WINDOW_BITS)
+        .min_by_key(|&c| {
+            (FOLDED_BITS / c + 1) * (n * FILL_COST + (1usize << (c - 1)) * REDUCE_COST)
+        })
+        .expect("non-empty range")
+}
 
 /// `(Σ (i + 1) · bucket_i, Σ bucket_i)` of the window with `buckets` buckets filled from
 /// `items` (see [`Window::fill`]), computed with `arithmetic`.
@@ -68,137 +94,6 @@ pub(crate) fn segment_sums<'a, P: Curve>(
             window.fill(items);
             window.reduce_segments(lengths)
         }
-    }
-}
-
-/// Where a window's bucket sums live and how a batch of additions into them is computed.
-pub(crate) trait BucketStore<P: SWCurveConfig> {
-    fn len(&self) -> usize;
-    fn is_empty_bucket(&self, bucket: usize) -> bool;
-    /// Sets an empty bucket to `point`.
-    fn put(&mut self, bucket: usize, point: &Affine<P>);
-    /// `buckets[b] += point` for every `(b, point)` of `batch`, whose buckets are distinct and
-    /// not empty, with one field inversion for the whole batch. An addition whose bucket holds
-    /// `point` or `-point` (a zero denominator) goes to `overflow[b]` instead.
-    fn add_batch(&mut self, batch: &[(u32, Affine<P>)], overflow: &mut [Projective<P>]);
-    /// The bucket sums, the identity for an empty bucket.
-    fn into_affine(self) -> Vec<Affine<P>>;
-
-    /// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` of each run of buckets, the runs
-    /// `lengths` long end to end, in batch-affine form with the runs side by side
-    /// ([`reduce_runs_batch_affine`]); the rare overflow is folded into the buckets first. The
-    /// IFMA store runs the same rounds in lanes.
-    fn reduce_runs(
-        self,
-        overflow: &[Projective<P>],
-        lengths: &[usize],
-    ) -> Vec<(Projective<P>, Projective<P>)>
-    where
-        Self: Sized,
-    {
-        let mut buckets = self.into_affine();
-        for (b, sum) in folded_overflow(overflow, |b| buckets[b]) {
-            buckets[b] = sum;
-        }
-        reduce_runs_batch_affine(&buckets, lengths)
-    }
-}
-
-/// Each bucket with an overflow, and its sum `bucket(b) + overflow[b]`: what a reduction folds
-/// into the buckets first. The overflow is rare, so its Jacobian additions and their one batch
-/// normalisation cost little.
-pub(crate) fn folded_overflow<P: SWCurveConfig>(
-    overflow: &[Projective<P>],
-    bucket: impl Fn(usize) -> Affine<P>,
-) -> Vec<(usize, Affine<P>)> {
-    let spilled: Vec<usize> = (0..overflow.len())
-        .filter(|&b| !overflow[b].is_zero())
-        .collect();
-    let sums: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b] + bucket(b)).collect();
-    spilled
-        .into_iter()
-        .zip(Projective::normalize_batch(&sums))
-        .collect()
-}
-
-/// Buckets as arkworks affine points (the identity marks an empty one).
-pub(crate) struct AffineBuckets<P: SWCurveConfig> {
-    buckets: Vec<Affine<P>>,
-    /// Per addition of the batch: its denominator (1 when exceptional), the product of the
-    /// denominators before it, and whether it is exceptional.
-    denominators: Vec<P::BaseField>,
-    prefix: Vec<P::BaseField>,
-    exceptional: Vec<bool>,
-}
-
-impl<P: SWCurveConfig> AffineBuckets<P> {
-    pub(crate) fn new(buckets: usize) -> Self {
-        Self {
-            buckets: vec![Affine::identity(); buckets],
-            denominators: Vec::new(),
-            prefix: Vec::new(),
-            exceptional: Vec::new(),
-        }
-    }
-}
-
-impl<P: SWCurveConfig> BucketStore<P> for AffineBuckets<P> {
-    fn len(&self) -> usize {
-        self.buckets.len()
-    }
-
-    fn is_empty_bucket(&self, bucket: usize) -> bool {
-        self.buckets[bucket].is_zero()
-    }
-
-    fn put(&mut self, bucket: usize, point: &Affine<P>) {
-        self.buckets[bucket] = *point;
-    }
-
-    fn add_batch(&mut self, batch: &[(u32, Affine<P>)], overflow: &mut [Projective<P>]) {
-        self.denominators.clear();
-        self.prefix.clear();
-        self.exceptional.clear();
-        let mut product = P::BaseField::ONE;
-        for (bucket, point) in batch {
-            let denominator = point.x - self.buckets[*bucket as usize].x;
-            let exceptional = denominator.is_zero();
-            let denominator = if exceptional {
-                P::BaseField::ONE
-            } else {
-                denominator
-            };
-            self.prefix.push(product);
-            product *= denominator;
-            self.denominators.push(denominator);
-            self.exceptional.push(exceptional);
-        }
-        let mut inverse = product.inverse().expect("denominators are non-zero");
-        for (i, (bucket, point)) in batch.iter().enumerate().rev() {
-            let inv_i = inverse * self.prefix[i];
-            inverse *= self.denominators[i];
-            let b = *bucket as usize;
-            if self.exceptional[i] {
-                overflow[b] += point;
-                continue;
-            }
-            let q = self.buckets[b];
-            let lambda = (point.y - q.y) * inv_i;
-            let x = lambda.square() - q.x - point.x;
-            let y = lambda * (q.x - x) - q.y;
-            self.buckets[b] = Affine::new_unchecked(x, y);
-        }
-    }
-
-    fn into_affine(self) -> Vec<Affine<P>> {
-        self.buckets
-    }
-}
-
-#[cfg(test)]
-impl<P: SWCurveConfig> AffineBuckets<P> {
-    pub(crate) fn buckets_for_tests(&self) -> &[Affine<P>] {
-        &self.buckets
     }
 }
 

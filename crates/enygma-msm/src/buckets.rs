@@ -1,0 +1,141 @@
+//! Where a window's bucket sums live: the [`BucketStore`] a [`crate::window::Window`] fills,
+//! and [`AffineBuckets`], the store on arkworks' field arithmetic.
+
+use ark_ec::{
+    short_weierstrass::{Affine, Projective, SWCurveConfig},
+    AffineRepr, CurveGroup,
+};
+use ark_ff::{Field, Zero};
+
+use crate::reduce::reduce_runs_batch_affine;
+
+/// Where a window's bucket sums live and how a batch of additions into them is computed.
+pub(crate) trait BucketStore<P: SWCurveConfig> {
+    fn len(&self) -> usize;
+    fn is_empty_bucket(&self, bucket: usize) -> bool;
+    /// Sets an empty bucket to `point`.
+    fn put(&mut self, bucket: usize, point: &Affine<P>);
+    /// `buckets[b] += point` for every `(b, point)` of `batch`, whose buckets are distinct and
+    /// not empty, with one field inversion for the whole batch. An addition whose bucket holds
+    /// `point` or `-point` (a zero denominator) goes to `overflow[b]` instead.
+    fn add_batch(&mut self, batch: &[(u32, Affine<P>)], overflow: &mut [Projective<P>]);
+    /// The bucket sums, the identity for an empty bucket.
+    fn into_affine(self) -> Vec<Affine<P>>;
+
+    /// `(Σ (k + 1)·(B_k + overflow_k), Σ (B_k + overflow_k))` of each run of buckets, the runs
+    /// `lengths` long end to end, in batch-affine form with the runs side by side
+    /// ([`reduce_runs_batch_affine`]); the rare overflow is folded into the buckets first. The
+    /// IFMA store runs the same rounds in lanes.
+    fn reduce_runs(
+        self,
+        overflow: &[Projective<P>],
+        lengths: &[usize],
+    ) -> Vec<(Projective<P>, Projective<P>)>
+    where
+        Self: Sized,
+    {
+        let mut buckets = self.into_affine();
+        for (b, sum) in folded_overflow(overflow, |b| buckets[b]) {
+            buckets[b] = sum;
+        }
+        reduce_runs_batch_affine(&buckets, lengths)
+    }
+}
+
+/// Each bucket with an overflow, and its sum `bucket(b) + overflow[b]`: what a reduction folds
+/// into the buckets first. The overflow is rare, so its Jacobian additions and their one batch
+/// normalisation cost little.
+pub(crate) fn folded_overflow<P: SWCurveConfig>(
+    overflow: &[Projective<P>],
+    bucket: impl Fn(usize) -> Affine<P>,
+) -> Vec<(usize, Affine<P>)> {
+    let spilled: Vec<usize> = (0..overflow.len())
+        .filter(|&b| !overflow[b].is_zero())
+        .collect();
+    let sums: Vec<Projective<P>> = spilled.iter().map(|&b| overflow[b] + bucket(b)).collect();
+    spilled
+        .into_iter()
+        .zip(Projective::normalize_batch(&sums))
+        .collect()
+}
+
+/// Buckets as arkworks affine points (the identity marks an empty one).
+pub(crate) struct AffineBuckets<P: SWCurveConfig> {
+    buckets: Vec<Affine<P>>,
+    /// Per addition of the batch: its denominator (1 when exceptional), the product of the
+    /// denominators before it, and whether it is exceptional.
+    denominators: Vec<P::BaseField>,
+    prefix: Vec<P::BaseField>,
+    exceptional: Vec<bool>,
+}
+
+impl<P: SWCurveConfig> AffineBuckets<P> {
+    pub(crate) fn new(buckets: usize) -> Self {
+        Self {
+            buckets: vec![Affine::identity(); buckets],
+            denominators: Vec::new(),
+            prefix: Vec::new(),
+            exceptional: Vec::new(),
+        }
+    }
+}
+
+impl<P: SWCurveConfig> BucketStore<P> for AffineBuckets<P> {
+    fn len(&self) -> usize {
+        self.buckets.len()
+    }
+
+    fn is_empty_bucket(&self, bucket: usize) -> bool {
+        self.buckets[bucket].is_zero()
+    }
+
+    fn put(&mut self, bucket: usize, point: &Affine<P>) {
+        self.buckets[bucket] = *point;
+    }
+
+    fn add_batch(&mut self, batch: &[(u32, Affine<P>)], overflow: &mut [Projective<P>]) {
+        self.denominators.clear();
+        self.prefix.clear();
+        self.exceptional.clear();
+        let mut product = P::BaseField::ONE;
+        for (bucket, point) in batch {
+            let denominator = point.x - self.buckets[*bucket as usize].x;
+            let exceptional = denominator.is_zero();
+            let denominator = if exceptional {
+                P::BaseField::ONE
+            } else {
+                denominator
+            };
+            self.prefix.push(product);
+            product *= denominator;
+            self.denominators.push(denominator);
+            self.exceptional.push(exceptional);
+        }
+        let mut inverse = product.inverse().expect("denominators are non-zero");
+        for (i, (bucket, point)) in batch.iter().enumerate().rev() {
+            let inv_i = inverse * self.prefix[i];
+            inverse *= self.denominators[i];
+            let b = *bucket as usize;
+            if self.exceptional[i] {
+                overflow[b] += point;
+                continue;
+            }
+            let q = self.buckets[b];
+            let lambda = (point.y - q.y) * inv_i;
+            let x = lambda.square() - q.x - point.x;
+            let y = lambda * (q.x - x) - q.y;
+            self.buckets[b] = Affine::new_unchecked(x, y);
+        }
+    }
+
+    fn into_affine(self) -> Vec<Affine<P>> {
+        self.buckets
+    }
+}
+
+#[cfg(test)]
+impl<P: SWCurveConfig> AffineBuckets<P> {
+    pub(crate) fn buckets_for_tests(&self) -> &[Affine<P>] {
+        &self.buckets
+    }
+}
