@@ -8,36 +8,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
 
 use crate::ab_report;
+use crate::ab_variant::{Role, Variant};
 use crate::cli::{AbArgs, ScheduleArgs};
 use crate::machine;
 use crate::report::Report;
 use crate::run::{self, shell_quote, Job, Target};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    A,
-    B,
-    Reference,
-    Sweep,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Variant {
-    /// Directory name and column header.
-    pub name: String,
-    pub role: Role,
-    /// Flags this variant adds to the server command.
-    pub flags: String,
-    pub command: String,
-    pub url: String,
-    pub dir: Option<PathBuf>,
-    /// (max_inflight, prove_threads) for sweep entries.
-    pub setting: Option<(usize, usize)>,
-}
 
 /// `1x2,2x1,4x1` → [(1,2),(2,1),(4,1)]; `none` → [].
 pub fn parse_sweep(s: &str) -> Result<Vec<(usize, usize)>> {
@@ -143,10 +120,10 @@ pub async fn main(args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
         _ => invoked.clone(),
     };
     let exe = args.server_cmd.split_whitespace().next().unwrap_or("");
-    let targets = crate::mix::Targets::from_args(
-        &crate::client::HttpClient::new("http://127.0.0.1", args.schedule.client.timeout)?,
-        &args.schedule,
-    )?;
+    let targets = args.schedule.targets(&crate::client::HttpClient::new(
+        "http://127.0.0.1",
+        args.schedule.client.timeout,
+    )?)?;
     eprintln!(
         "A/B into {}: {} variants, {} ({} request bodies, {} distinct)",
         out.display(),

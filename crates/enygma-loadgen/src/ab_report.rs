@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::ab::{Role, Variant};
+use crate::ab_variant::{Role, Variant};
 use crate::chart::{self, Panel, Series};
 use crate::claims::{Claims, Verdict, CLAIMS};
 use crate::machine;

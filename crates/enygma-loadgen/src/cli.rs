@@ -6,7 +6,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use enygma_prover::statements;
 
-use crate::mix;
+use crate::client::HttpClient;
+use crate::mix::{self, Targets};
 use crate::schedule::ScheduleSpec;
 use crate::token::{Secret, TokenArgs};
 use enygma_formats::duration::parse_duration;
@@ -223,6 +224,17 @@ pub struct ScheduleArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub token: TokenArgs,
+}
+
+impl ScheduleArgs {
+    /// The routes `--mix`, or `--endpoint` with `--requests`, name.
+    pub fn targets(&self, client: &HttpClient) -> anyhow::Result<Targets> {
+        match (&self.mix, &self.requests) {
+            (Some(mix), _) => Targets::mix(client, &mix.0, self.mix_pool, self.seed),
+            (None, Some(requests)) => Targets::single(client, &self.endpoint, requests),
+            (None, None) => anyhow::bail!("give --requests (with --endpoint) or --mix"),
+        }
+    }
 }
 
 impl ScheduleArgs {

@@ -5,13 +5,12 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Parser;
-use enygma_loadgen::cli::{Cli, Command};
-use enygma_loadgen::{ab, callers, plan, run};
+use enygma_loadgen::{plan_capacity, run_ab, run_callers, run_load, Cli, Command};
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     if let Command::Plan(p) = &cli.command {
-        return plan::main(p);
+        return plan_capacity(p);
     }
     // One thread is plenty for a few hundred requests per second and disturbs the server
     // (which shares the machine) least; the RSS sampler has its own thread.
@@ -31,9 +30,9 @@ fn main() -> Result<()> {
             }
         });
         match cli.command {
-            Command::Run(args) => run::main(args, abort).await,
-            Command::Ab(args) => ab::main(args, abort).await,
-            Command::Callers(args) => callers::main(args, abort).await,
+            Command::Run(args) => run_load(args, abort).await,
+            Command::Ab(args) => run_ab(args, abort).await,
+            Command::Callers(args) => run_callers(args, abort).await,
             Command::Plan(_) => unreachable!(),
         }
     })

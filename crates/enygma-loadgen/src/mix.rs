@@ -88,15 +88,6 @@ pub struct Targets {
 }
 
 impl Targets {
-    /// The routes `--mix`, or `--endpoint` with `--requests`, name.
-    pub fn from_args(client: &HttpClient, args: &crate::cli::ScheduleArgs) -> Result<Self> {
-        match (&args.mix, &args.requests) {
-            (Some(mix), _) => Self::mix(client, &mix.0, args.mix_pool, args.seed),
-            (None, Some(requests)) => Self::single(client, &args.endpoint, requests),
-            (None, None) => bail!("give --requests (with --endpoint) or --mix"),
-        }
-    }
-
     /// One route: `path` with the bodies of `requests`.
     pub fn single(client: &HttpClient, path: &str, requests: &Path) -> Result<Self> {
         let label = statements::match_path(path)

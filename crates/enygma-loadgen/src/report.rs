@@ -88,9 +88,6 @@ impl Counts {
         }
         c
     }
-    pub fn error_total(&self) -> u64 {
-        self.errors.values().sum()
-    }
 }
 
 /// Server-side timings and the gap to what the client saw, over successful requests.

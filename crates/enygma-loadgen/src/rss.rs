@@ -32,7 +32,6 @@ impl RssSample {
 }
 
 pub struct RssSampler {
-    pid: u32,
     samples: Arc<Mutex<Vec<RssSample>>>,
     latest_kb: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -70,21 +69,11 @@ impl RssSampler {
             })
             .expect("spawning the RSS sampler thread");
         RssSampler {
-            pid,
             samples,
             latest_kb,
             stop,
             handle: Some(handle),
         }
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.pid
-    }
-
-    /// Most recent VmRSS in MB (0 before the first sample).
-    pub fn latest_mb(&self) -> f64 {
-        self.latest_kb.load(Ordering::Relaxed) as f64 / 1024.0
     }
 
     /// A handle for reading the latest value from elsewhere (the progress line).

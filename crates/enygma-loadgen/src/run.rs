@@ -182,7 +182,7 @@ pub async fn execute(job: Job<'_>) -> Result<Report> {
     std::fs::create_dir_all(job.out).with_context(|| format!("creating {}", job.out.display()))?;
     let client =
         HttpClient::new(job.url, s.client.timeout)?.with_bearer(s.token.resolve()?.as_ref());
-    let targets = Arc::new(Targets::from_args(&client, s)?);
+    let targets = Arc::new(s.targets(&client)?);
     let selector = s
         .served_metric
         .as_deref()

@@ -14,7 +14,6 @@ use crate::prove_log::ProveLog;
 pub struct Server {
     child: Child,
     pid: u32,
-    pub command: String,
     pub log: PathBuf,
     /// The timing lines of its standard output (the reference's internal prove times).
     pub prove_log: ProveLog,
@@ -50,7 +49,6 @@ impl Server {
         Ok(Server {
             child,
             pid,
-            command: cmd.to_string(),
             log: log.to_path_buf(),
             prove_log: ProveLog::tap(stdout, out),
         })

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use enygma_loadgen::schedule::poisson_schedule;
+use enygma_loadgen::poisson_schedule;
 
 fn level_duration() -> String {
     std::env::var("ENYGMA_LOADGEN_TEST_DURATION").unwrap_or_else(|_| "3s".into())

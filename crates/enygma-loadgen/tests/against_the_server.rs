@@ -356,9 +356,9 @@ fn a_weighted_mix_of_statements_in_one_run() {
 
     // The server's own per-route counts follow the weights 4:2:1:1 (within one round-robin cycle).
     let (_, metrics) = get(&url, "/metrics").unwrap();
-    let samples = enygma_loadgen::metrics::parse(&metrics);
+    let samples = enygma_formats::prometheus::parse(&metrics);
     let count = |route: &str, k: &str| {
-        enygma_loadgen::metrics::Selector::parse(&format!(
+        enygma_formats::prometheus::Selector::parse(&format!(
             "enygma_http_requests_total{{route=\"{route}\",k=\"{k}\",status=\"200\"}}"
         ))
         .unwrap()

@@ -22,10 +22,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use enygma_loadgen::client::HttpClient;
-use enygma_loadgen::mix::generate_pool;
-use enygma_loadgen::stats::percentile;
-use enygma_loadgen::token::Token;
+use enygma_loadgen::generate_pool;
+use enygma_loadgen::percentile;
+use enygma_loadgen::HttpClient;
+use enygma_loadgen::Token;
 use enygma_prover::statements;
 
 const STEM: &str = "ownership-721";

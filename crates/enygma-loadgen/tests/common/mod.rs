@@ -7,8 +7,8 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use enygma_loadgen::client::HttpClient;
-use enygma_loadgen::metrics::{self, Selector};
+use enygma_formats::prometheus::{self as metrics, Selector};
+use enygma_loadgen::HttpClient;
 
 /// The tests start servers and offer load: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
