@@ -1,14 +1,13 @@
 //! The HTTP surface: state, the one function that composes the router and its layers, the
 //! request pipeline stages and the (thin) handlers.
 
-use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::{from_fn_with_state, Next};
 use axum::response::{IntoResponse, Response};
@@ -19,20 +18,15 @@ use enygma_formats::server_timing::ServerTiming;
 use enygma_prover::statements::{self, Action, AnyStatement, Instance};
 use tracing::Instrument;
 
-use crate::admission::{AdmitError, Limiter, ProveAdmission, Slot};
+use crate::admission::{Admission, AdmissionConfig, AdmitError, Slot};
 use crate::auth::Auth;
-use crate::backend::{BackendError, ProofBackend};
-use crate::bad_requests::{AddressAllowances, Allowance};
+use crate::backend::ProofBackend;
 use crate::body::RequestBody;
 use crate::caller::Caller;
-use crate::check_pool::CheckPool;
-use crate::config::AdmissionConfig;
 use crate::metrics::{Metrics, QueueKind};
+use crate::request::{is_probe, ApiError, ErrorNote, ReqCtx, JSON};
 use crate::tables::{TableCache, TableConfig};
 use crate::transport::{close_after_response, ConnectionSlot};
-
-/// gin's JSON content type.
-const JSON: &str = "application/json; charset=utf-8";
 
 /// The reference's exact health body (gin serialises `gin.H` with sorted keys).
 pub const HEALTH_BODY: &str = r#"{"message":"Server is healthy","status":"ok"}"#;
@@ -43,16 +37,9 @@ static SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
 /// Shared state of the service.
 pub struct AppState<B: ProofBackend> {
     backend: OnceLock<Arc<B>>,
-    /// The proving admission controller, shared by every proving route.
-    pub prove: ProveAdmission,
-    /// Verification has its own small limit and never enters the proving queue.
-    pub verify: Limiter,
-    /// The parse and checks of proving requests, on their own bounded pool.
-    pub checks: CheckPool,
-    /// Each connection's allowance of malformed requests ([`crate::bad_requests`]).
-    pub malformed_requests: Allowance,
-    /// Failed authentications per client address ([`crate::bad_requests`]).
-    pub auth_failures: Arc<AddressAllowances>,
+    /// Every admission policy: the proving slots and queue, the verify routes' limit, the
+    /// request checks' pool, the allowances of malformed requests and failed authentications.
+    pub(crate) admission: Admission,
     pub metrics: Arc<Metrics>,
     /// Bearer tokens of the API and of `/metrics` (none by default: open).
     pub auth: Arc<Auth>,
@@ -73,38 +60,9 @@ impl<B: ProofBackend> AppState<B> {
         hosted: Vec<Instance>,
     ) -> Result<Self, String> {
         let metrics = Arc::new(Metrics::for_instances(&hosted));
-        let mut prove = ProveAdmission::new(
-            cfg.max_inflight,
-            cfg.prove_threads,
-            cfg.queue_depth,
-            cfg.queue_timeout,
-            cfg.service_time,
-            metrics.clone(),
-            cfg.pin_cpus,
-        )?;
-        if let Some(fair) = &cfg.fair {
-            prove = prove.with_fair_shares(
-                fair.shares(),
-                fair.caller_queue_depth,
-                fair.caller_max_inflight,
-            );
-        }
         Ok(AppState {
             backend: OnceLock::new(),
-            prove,
-            verify: Limiter::new(
-                QueueKind::Verify,
-                cfg.verify_max_inflight,
-                cfg.verify_queue_depth,
-                cfg.queue_timeout,
-                metrics.clone(),
-            ),
-            checks: CheckPool::new(cfg.check_threads, cfg.check_queue_depth)?,
-            malformed_requests: Allowance::new(cfg.bad_request_burst, cfg.bad_request_refill),
-            auth_failures: Arc::new(AddressAllowances::new(Allowance::new(
-                cfg.auth_failure_burst,
-                cfg.auth_failure_refill,
-            ))),
+            admission: Admission::new(cfg, metrics.clone())?,
             tables: TableCache::new(TableConfig::default(), metrics.clone()),
             metrics,
             auth: Arc::new(Auth::default()),
@@ -211,7 +169,7 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
             (
                 st.auth.clone(),
                 st.metrics.clone(),
-                st.auth_failures.clone(),
+                st.admission.auth_failures(),
             ),
             crate::auth::check,
         ))
@@ -219,7 +177,7 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
         .with_state(state)
 }
 
-/// The admin listener's routes ([`crate::server::serve_with_admin`]): `/livez`, `/readyz` and
+/// The admin listener's routes ([`crate::server::Service`]): `/livez`, `/readyz` and
 /// `/metrics`, with the same answers as on the API listener, and nothing else (every other path
 /// 404s, the prove and verify routes included). No token check: the admin listener is for the
 /// kubelet and Prometheus and is reached only from loopback or through a NetworkPolicy. Its
@@ -235,125 +193,7 @@ pub fn admin_router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Errors
-
-/// An error answer: `{"error": message}` with its status (and `Retry-After` when set). The
-/// message must never contain a value from the request.
-#[derive(Debug)]
-pub struct ApiError {
-    status: StatusCode,
-    message: Cow<'static, str>,
-    retry_after: Option<u64>,
-}
-
-/// The error message of a response, for the access log.
-#[derive(Clone, Debug)]
-struct ErrorNote(Cow<'static, str>);
-
-impl ApiError {
-    pub(crate) fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
-        ApiError {
-            status,
-            message: message.into(),
-            retry_after: None,
-        }
-    }
-
-    fn internal(message: &'static str) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
-    }
-
-    fn unavailable(message: &'static str, retry_after: u64) -> Self {
-        ApiError {
-            retry_after: Some(retry_after),
-            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, message)
-        }
-    }
-
-    fn from_admit(err: AdmitError, kind: QueueKind, retry_after: u64) -> Self {
-        match err {
-            AdmitError::Shed => Self::unavailable(
-                match kind {
-                    QueueKind::Prove => "server busy: the proving queue is full, retry later",
-                    QueueKind::Verify => "server busy: the verification queue is full, retry later",
-                },
-                retry_after,
-            ),
-            AdmitError::Timeout(waited) => Self::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                format!(
-                    "timed out after {:.1}s waiting for a {} slot",
-                    waited.as_secs_f64(),
-                    kind.label()
-                ),
-            ),
-        }
-    }
-}
-
-impl From<BackendError> for ApiError {
-    fn from(e: BackendError) -> Self {
-        let status = match e {
-            BackendError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            BackendError::CheckFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            BackendError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        ApiError::new(status, e.to_string())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.message }).to_string();
-        let mut resp = (self.status, [(CONTENT_TYPE, JSON)], body).into_response();
-        if let Some(secs) = self.retry_after {
-            resp.headers_mut()
-                .insert(RETRY_AFTER, HeaderValue::from(secs));
-        }
-        resp.extensions_mut().insert(ErrorNote(self.message));
-        resp
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Per-request context and the observer
-
-/// What the pipeline learns about a request, for the log line and Server-Timing.
-#[derive(Clone, Default)]
-pub struct ReqCtx(Arc<Mutex<ReqInfo>>);
-
-#[derive(Default, Clone)]
-struct ReqInfo {
-    /// Who the request is served for, once the token check has named it.
-    caller: Option<Caller>,
-    /// The statement's name, from the route (known as soon as the path matches).
-    statement: Option<&'static str>,
-    /// Set once the path's k is valid.
-    k: Option<usize>,
-    queue: Option<Duration>,
-    witness: Option<Duration>,
-    prove: Option<Duration>,
-}
-
-impl ReqCtx {
-    fn update(&self, f: impl FnOnce(&mut ReqInfo)) {
-        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn get(&self) -> ReqInfo {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// The request's caller; `anonymous` until the token check has named it.
-    fn caller(&self) -> Caller {
-        self.get().caller.unwrap_or_else(Caller::anonymous)
-    }
-
-    /// Names the request's caller (see [`crate::auth::check`]).
-    pub(crate) fn set_caller(&self, caller: Caller) {
-        self.update(|i| i.caller = Some(caller));
-    }
-}
+// The observer
 
 fn route_label(path: &str) -> &'static str {
     match path {
@@ -364,10 +204,6 @@ fn route_label(path: &str) -> &'static str {
         "/openapi.json" => "/openapi.json",
         p => statements::match_path(p).map_or("other", |m| m.route),
     }
-}
-
-pub(crate) fn is_probe(route: &str) -> bool {
-    matches!(route, "/healthcheck" | "/livez" | "/readyz" | "/metrics")
 }
 
 /// Honours a sane incoming `X-Request-Id` (up to 128 visible ASCII characters), else makes one.
@@ -512,7 +348,7 @@ async fn observe_in_span<B: ProofBackend>(
 
 /// Inside the token check: a malformed request (400, 408, 413) takes one from its connection's
 /// allowance, and once that is spent the connection is closed after this response
-/// ([`crate::bad_requests`]). Nothing is refused here, and no other answer is counted: a false
+/// ([`crate::admission::abuse`]). Nothing is refused here, and no other answer is counted: a false
 /// statement (422) or an unknown instance (404) is an answer about the data.
 async fn limit_malformed_requests<B: ProofBackend>(
     State(st): State<Arc<AppState<B>>>,
@@ -527,7 +363,7 @@ async fn limit_malformed_requests<B: ProofBackend>(
         StatusCode::BAD_REQUEST | StatusCode::REQUEST_TIMEOUT | StatusCode::PAYLOAD_TOO_LARGE
     );
     if let Some(slot) = slot.filter(|_| malformed) {
-        if !slot.malformed_request(&st.malformed_requests, Instant::now()) {
+        if !slot.malformed_request(st.admission.malformed_requests(), Instant::now()) {
             st.metrics
                 .connections
                 .closed_malformed
@@ -555,20 +391,20 @@ async fn prove<B: ProofBackend>(
     let caller = ctx.caller();
     let body = read_body(body, st.body_limit).await?;
     // Nothing to queue behind: shed before spending the checks' CPU on a request that would be
-    // shed anyway (see `Limiter::shed_early`).
-    if st.prove.shed_early(&caller) {
+    // shed anyway (see `Admission::shed_early`).
+    if st.admission.shed_early(&caller) {
         return Err(ApiError::from_admit(
             AdmitError::Shed,
             QueueKind::Prove,
-            st.prove.retry_after_secs(&caller),
+            st.admission.retry_after_secs(&caller),
         ));
     }
     let prepared = prepare(&st, &backend, instance, body).await?;
     let slot = admit_proof(&st, &ctx, &caller).await?;
     let prover = backend.clone();
     let out = st
-        .prove
-        .run(slot, move || prover.prove(&prepared))
+        .admission
+        .prove(slot, move || prover.prove(&prepared))
         .await
         .map_err(|_| ApiError::internal("the prover failed unexpectedly"))??;
     ctx.update(|i| {
@@ -593,8 +429,8 @@ async fn verify<B: ProofBackend>(
     let (instance, backend) = st.serving(statement, k, &ctx)?;
     let body = read_body(body, st.body_limit).await?;
     let (permit, _waited) = st
-        .verify
-        .acquire()
+        .admission
+        .acquire_verify()
         .await
         .map_err(|e| ApiError::from_admit(e, QueueKind::Verify, 1))?;
     let valid = tokio::task::spawn_blocking(move || {
@@ -663,7 +499,7 @@ async fn read_body(body: Body, limit: usize) -> Result<RequestBody, ApiError> {
 }
 
 /// Strict parse and every check of the statement, on the request checks' own bounded pool
-/// ([`CheckPool`]; cheap, but not free): 503 at once when it and its queue are full. The body
+/// ([`crate::admission::check_pool`]; cheap, but not free): 503 at once when it and its queue are full. The body
 /// is not needed past parsing: it goes (and is wiped) with the job, before the request queues
 /// or is refused; a body refused by a full pool is dropped (and wiped) here.
 async fn prepare<B: ProofBackend>(
@@ -674,8 +510,8 @@ async fn prepare<B: ProofBackend>(
 ) -> Result<B::Prepared, ApiError> {
     let backend = backend.clone();
     let prepared = st
-        .checks
-        .run(move || backend.prepare(instance, &body))
+        .admission
+        .check(move || backend.prepare(instance, &body))
         .await
         .map_err(|_| {
             st.metrics.check_refused();
@@ -696,7 +532,7 @@ async fn admit_proof<B: ProofBackend>(
     ctx: &ReqCtx,
     caller: &Caller,
 ) -> Result<Slot, ApiError> {
-    match st.prove.acquire(caller).await {
+    match st.admission.acquire_proof(caller).await {
         Ok((slot, waited)) => {
             ctx.update(|i| i.queue = Some(waited));
             Ok(slot)
@@ -708,7 +544,7 @@ async fn admit_proof<B: ProofBackend>(
             Err(ApiError::from_admit(
                 e,
                 QueueKind::Prove,
-                st.prove.retry_after_secs(caller),
+                st.admission.retry_after_secs(caller),
             ))
         }
     }
@@ -793,11 +629,11 @@ async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Respons
     let mut text = st.metrics.render(
         st.is_ready(),
         st.is_draining(),
-        st.prove.gauges(),
-        st.verify.gauges(),
-        st.checks.pending(),
+        st.admission.prove_gauges(),
+        st.admission.verify_gauges(),
+        st.admission.checks_pending(),
     );
-    st.prove.render_callers(&mut text);
+    st.admission.render_callers(&mut text);
     if let Some(backend) = st.backend() {
         crate::metrics::render_key_info(&mut text, &backend.keys());
     }

@@ -12,7 +12,7 @@
 //! A failed authentication closes its connection (HTTP/1.1 `Connection: close`, HTTP/2
 //! GOAWAY), so a guesser pays a new connection per guess and passes the connection budget each
 //! time. Failures are counted per client address; past the address's allowance
-//! (`--auth-failure-burst`, `crate::bad_requests`) a failure is answered 429 with
+//! (`--auth-failure-burst`, `crate::admission::abuse`) a failure is answered 429 with
 //! `Retry-After` instead of 401, while a valid token from the same address is still served.
 //! They are logged at DEBUG, and at WARN once per address and minute. While tokens are
 //! required, a connection that has not authenticated is closed after a probe too: probes
@@ -36,12 +36,12 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use crate::bad_requests::AddressAllowances;
+use crate::admission::abuse::AddressAllowances;
 use crate::caller::{check_name, Caller, CertificateCaller, PeerAddress};
 use crate::transport::{close_after_response, ConnectionSlot};
 
-use crate::app::{is_probe, ApiError, ReqCtx};
 use crate::metrics::{AuthFailure, AuthScope, Metrics};
+use crate::request::{is_probe, ApiError, ReqCtx};
 
 /// Shortest accepted token: 16 characters of the token alphabet carry at least 96 bits when
 /// random; shorter ones are refused at start rather than guessed later.

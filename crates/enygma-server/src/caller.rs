@@ -71,7 +71,7 @@ pub fn check_name(name: &str) -> Result<Caller, String> {
 pub struct CertificateCaller(pub Caller);
 
 /// The address a request's connection comes from, attached by the transport: what tells
-/// anonymous callers apart for the bad-request limit ([`crate::bad_requests`]).
+/// anonymous callers apart for the bad-request limit ([`crate::admission::abuse`]).
 #[derive(Clone, Copy, Debug)]
 pub struct PeerAddress(pub std::net::SocketAddr);
 

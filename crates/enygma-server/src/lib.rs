@@ -20,14 +20,14 @@
 //!   `/livez`, `/readyz` and `/metrics` alone, in plain HTTP without tokens; with API tokens
 //!   and no metrics tokens, `/metrics` on the API port is refused.
 //! - `GET /openapi.json`: the OpenAPI 3.1 description of every route, status and body,
-//!   generated from the registry ([`openapi`]); in the API token scope.
+//!   generated from the registry ([`openapi_document`]); in the API token scope.
 //!
 //! # Admission design
 //! Proving is CPU-bound: past the number of cores, more concurrent proofs only add latency and
 //! memory (the reference, which starts everything at once, degrades 11-14x past 2-4 in flight).
-//! So every proving request goes through one shared [`admission::ProveAdmission`]:
+//! So every proving request goes through one shared `admission::Admission` (`src/admission/`):
 //!
-//! 1. **Validate before admission.** The prove handler ([`app::router`] lists its steps) reads
+//! 1. **Validate before admission.** The prove handler (`app::router` lists its steps) reads
 //!    the instance from the path (k, hosted, readiness) and the body under the limit, sheds at
 //!    once if the queue is already full, then parses strictly and evaluates every check of the
 //!    route's statement on tokio's blocking pool, so a bad request is answered 400/413/422
@@ -73,17 +73,17 @@
 //!   still occupies a core; here the slot moves into the job on the rayon pool and is
 //!   released when the proof finishes.
 //!
-//! The semaphore version ([`admission`]) is a few hundred lines with its unit tests.
+//! The semaphore version (`admission::limiter`) is a few hundred lines with its unit tests.
 //!
 //! `--unlimited` disables the cap and the queue: every request starts proving at once on a
 //! fresh pool, like the reference (for A/B load tests).
 //!
 //! # Transport and access control
-//! [`transport`] runs the connections (HTTP/1.1 and HTTP/2, TLS from [`tls`], the connection
+//! `transport` runs the connections (HTTP/1.1 and HTTP/2, TLS from `tls`, the connection
 //! budget with its per-address cap and its share for unauthenticated connections, handshake,
 //! header and body deadlines, the maximum connection age, graceful drain, PROXY headers of
-//! trusted proxies); [`bad_requests`] says what a client may cost without sending a statement;
-//! [`auth`] checks bearer tokens right inside
+//! trusted proxies); `admission::abuse` says what a client may cost without sending a statement;
+//! `auth` checks bearer tokens right inside
 //! the observer, before any other stage, so a refused request is logged and counted but never
 //! reads its body or takes a queue place. See `docs/security.md` for the threat model.
 //!
@@ -95,35 +95,55 @@
 //! `Server-Timing: queue;dur=.., witness;dur=.., prove;dur=.., total;dur=..`. Request bodies and
 //! secret values never reach a log line, an error message or a metric label: the server never
 //! logs a body, error messages come from the prover's field/check names, and metric labels come
-//! from closed sets. See [`metrics`] for the series.
+//! from closed sets. See `metrics` for the series.
 
-pub mod admission;
-pub mod affinity;
-pub mod app;
-pub mod auth;
-pub mod backend;
-pub mod bad_requests;
+mod admission;
+mod app;
+mod auth;
+mod backend;
 mod body;
-pub mod caller;
-pub mod check_pool;
-pub mod client_names;
-pub mod config;
-pub mod fair;
-pub mod file_modes;
-pub mod malloc;
-pub mod metrics;
-pub mod openapi;
-pub mod prover;
-pub mod server;
-pub mod tables;
+mod caller;
+mod client_names;
+mod config;
+mod file_modes;
+mod malloc;
+mod metrics;
+mod openapi;
+mod prover;
+mod request;
+mod server;
+mod tables;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
-pub mod tls;
-pub mod transport;
+mod tls;
+mod transport;
 
 #[cfg(test)]
 mod tests;
 
+/// How the proofs in flight get their threads, as the start-up log states it.
+pub use admission::{AdmissionConfig, ProveThreads};
+/// The service's state and its two routers (the API's and the admin listener's).
 pub use app::{admin_router, router, AppState};
+/// The bearer tokens of the API and of `/metrics`, and a token file.
+pub use auth::{Auth, TokenFile};
+/// What the service proves with: the prover behind the routes, and its errors.
 pub use backend::{BackendError, Instance, ProofBackend, ProofOutput};
-pub use server::{reload_on_sighup, serve, serve_with_admin, shutdown_signal, Exit};
+/// The command line, its validated configuration and the refusal of a configuration.
+pub use config::{AccessArgs, AdminBind, Args, Config, ConfigError, LogFormat};
+/// The permission checks of the secrets and proving keys at start.
+pub use file_modes::{check_all as check_file_modes, FileKind};
+/// The allocator's settings at start, and giving its free pages back to the kernel.
+pub use malloc::{release_free_memory, tune as tune_malloc};
+/// The OpenAPI 3.1 document of every route (`GET /openapi.json`, `enygma-server openapi`).
+pub use openapi::document_json as openapi_document;
+/// The real prover, and the checks of the proving keys before the service starts.
+pub use prover::{missing_proving_keys, non_ceremony_keys, RealBackend};
+/// Running the service: its listeners, key loading, signals and exit code.
+pub use server::{reload_on_sighup, shutdown_signal, Exit, Service};
+/// Proofs of an instance before its precomputed MSM tables are built.
+pub use tables::BUILD_AFTER_PROOFS;
+/// TLS and mTLS, reloaded on SIGHUP.
+pub use tls::Tls;
+/// The connection-level limits and the transport the listeners serve with.
+pub use transport::{Limits, Transport};

@@ -7,17 +7,15 @@ use std::time::Duration;
 use clap::{CommandFactory, FromArgMatches};
 use tracing_subscriber::EnvFilter;
 
-use enygma_server::admission::ProveThreads;
-use enygma_server::auth::{Auth, TokenFile};
-use enygma_server::config::{AccessArgs, AdminBind, AdmissionConfig, Args, LogFormat};
-use enygma_server::file_modes::{self, FileKind};
-use enygma_server::prover::{missing_proving_keys, non_ceremony_keys, RealBackend};
-use enygma_server::tls::Tls;
-use enygma_server::transport::Transport;
-use enygma_server::{reload_on_sighup, serve_with_admin, shutdown_signal, AppState, Exit};
+use enygma_server::{
+    check_file_modes as check_modes, missing_proving_keys, non_ceremony_keys, reload_on_sighup,
+    shutdown_signal, AccessArgs, AdminBind, AdmissionConfig, AppState, Args, Auth, Config,
+    ConfigError, Exit, FileKind, Limits, LogFormat, ProveThreads, RealBackend, Service, Tls,
+    TokenFile, Transport,
+};
 
 fn main() -> ExitCode {
-    let malloc = enygma_server::malloc::tune();
+    let malloc = enygma_server::tune_malloc();
     let matches = Args::command().get_matches();
     let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // The default admin port may be another server's on this host: then any free port.
@@ -27,8 +25,7 @@ fn main() -> ExitCode {
         // Before any logging: stdout is the document. A reader that stops early (`| head`)
         // is no failure of ours.
         use std::io::Write;
-        let written =
-            std::io::stdout().write_all(enygma_server::openapi::document_json().as_bytes());
+        let written = std::io::stdout().write_all(enygma_server::openapi_document().as_bytes());
         return match written {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => ExitCode::FAILURE,
             _ => ExitCode::SUCCESS,
@@ -66,10 +63,12 @@ fn main() -> ExitCode {
 /// Why the service did not start (exit code 2). Logged once, at ERROR, with what to do.
 #[derive(Debug, thiserror::Error)]
 enum StartupError {
-    /// A flag's value that only makes sense once resolved (`--precompute` naming an instance
-    /// not hosted, an admission layout that cannot be built, ...).
+    /// A combination of flags that cannot work.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An admission layout that cannot be built (more pinned threads than CPUs, ...).
     #[error("{0}")]
-    Config(String),
+    Admission(String),
     #[error(
         "--require-keys: proving keys of hosted circuits are missing: {0}; not starting \
          (provide them, or host fewer circuits with --circuits)"
@@ -105,7 +104,7 @@ enum StartupError {
 /// The service's start, step by step; every refusal is a [`StartupError`].
 async fn run(args: Args, admin_default: bool) -> Exit {
     match start(&args, admin_default).await {
-        Ok(started) => started.serve(&args).await,
+        Ok(started) => started.serve().await,
         Err(e) => {
             for line in e.to_string().lines() {
                 tracing::error!("cannot start: {line}");
@@ -118,93 +117,99 @@ async fn run(args: Args, admin_default: bool) -> Exit {
 /// Everything resolved and bound, before the keys load.
 struct Started {
     state: Arc<AppState<RealBackend>>,
-    hosted: Vec<enygma_prover::Instance>,
-    precomputed: Vec<enygma_prover::Instance>,
+    config: Config,
     listener: tokio::net::TcpListener,
     admin: Option<tokio::net::TcpListener>,
     transport: Transport,
 }
 
 async fn start(args: &Args, admin_default: bool) -> Result<Started, StartupError> {
-    let mut admission = args.admission();
-    let hosted = args.hosted();
-    let precomputed = args.precomputed().map_err(StartupError::Config)?;
-    log_settings(args, &admission, &hosted, &precomputed);
-    check_keys(args, &hosted)?;
-    check_file_modes(args, &hosted)?;
-    let (tls, auth) = load_access(&args.access)?;
-    let limits = args.limits();
-    log_access(&tls, &auth, &limits);
-    log_admission(&admission);
-    share_among_callers(&mut admission, &auth, &tls);
-    for warning in args.access.exposure_warnings(args.bind) {
-        tracing::warn!(bind = %args.bind, port = args.port, "{warning}");
+    let mut config = Config::from_args(args)?;
+    log_settings(&config);
+    check_keys(&config)?;
+    check_file_modes(&config)?;
+    let (tls, auth) = load_access(&config.access)?;
+    log_access(&tls, &auth, &config.limits);
+    log_admission(&config.admission);
+    share_among_callers(&mut config.admission, &auth, &tls);
+    for warning in config.access.exposure_warnings(config.bind()) {
+        tracing::warn!(bind = %config.bind(), port = config.api.port(), "{warning}");
     }
-    let tables = args.tables(precomputed.clone());
     tracing::info!(
-        table_memory = %tables.budget,
-        build_after_proofs = enygma_server::tables::BUILD_AFTER_PROOFS,
+        table_memory = %config.tables.budget,
+        build_after_proofs = enygma_server::BUILD_AFTER_PROOFS,
         "precomputed MSM tables for the circuits that receive proofs"
     );
-    let state = AppState::<RealBackend>::new(&admission, args.body_limit, hosted.clone())
-        .map_err(StartupError::Config)?;
-    let state = Arc::new(state.with_auth(auth.clone()).with_tables(tables));
+    let state =
+        AppState::<RealBackend>::new(&config.admission, config.body_limit, config.hosted.clone())
+            .map_err(StartupError::Admission)?;
+    let state = Arc::new(
+        state
+            .with_auth(auth.clone())
+            .with_tables(config.tables.clone()),
+    );
     // Installed before the server says it listens, whatever is configured: from then on a
     // SIGHUP reloads (or logs that there is nothing to reload), never kills.
     tokio::spawn(reload_on_sighup(
         tls.clone(),
         auth,
         state.metrics.clone(),
-        args.access.allow_shared_secret_files,
+        config.access.allow_shared_secret_files,
     ));
-    let listener = bind_api(args).await?;
-    let admin = bind_admin(args.admin_bind, admin_default).await?;
+    let listener = bind_api(config.api).await?;
+    let admin = bind_admin(config.admin_bind, admin_default).await?;
+    let transport = Transport {
+        tls,
+        limits: config.limits.clone(),
+    };
     Ok(Started {
         state,
-        hosted,
-        precomputed,
+        config,
         listener,
         admin,
-        transport: Transport { tls, limits },
+        transport,
     })
 }
 
 impl Started {
     /// Serves until a signal stops it, the keys loading in the background.
-    async fn serve(self, args: &Args) -> Exit {
-        let (keys_dir, missing_keys) = (args.keys_dir.clone(), args.missing_keys());
-        let (hosted, precomputed) = (self.hosted, self.precomputed);
-        serve_with_admin(
-            self.listener,
-            self.admin,
-            self.state,
-            move || {
+    async fn serve(self) -> Exit {
+        let Config {
+            keys_dir,
+            missing_keys,
+            hosted,
+            precomputed,
+            drain_timeout,
+            ..
+        } = self.config;
+        Service {
+            state: self.state,
+            listener: self.listener,
+            admin: self.admin,
+            load: move || {
                 let backend = RealBackend::load(&keys_dir, &hosted, missing_keys, &precomputed)?;
                 // What the load freed (setup-mode synthesis, key file bytes) would otherwise
-                // stay resident: see `malloc::release_free_memory`.
-                enygma_server::malloc::release_free_memory();
+                // stay resident: see `release_free_memory`.
+                enygma_server::release_free_memory();
                 Ok(backend)
             },
-            shutdown_signal(),
-            args.drain_timeout(),
-            self.transport,
-        )
+            shutdown: shutdown_signal(),
+            drain_timeout,
+            transport: self.transport,
+        }
+        .run()
         .await
     }
 }
 
-fn log_settings(
-    args: &Args,
-    admission: &AdmissionConfig,
-    hosted: &[enygma_prover::Instance],
-    precomputed: &[enygma_prover::Instance],
-) {
+fn log_settings(config: &Config) {
     let stems = |list: &[enygma_prover::Instance]| -> String {
         list.iter()
             .map(|i| i.key_stem())
             .collect::<Vec<_>>()
             .join(",")
     };
+    let admission = &config.admission;
     tracing::info!(
         max_inflight = admission.max_inflight.map(|n| n as u64),
         prove_threads = admission.prove_threads.pool_threads(),
@@ -212,13 +217,13 @@ fn log_settings(
         queue_timeout_s = admission.queue_timeout.as_secs_f64(),
         expected_service_time_s = admission.service_time.as_secs_f64(),
         verify_max_inflight = admission.verify_max_inflight,
-        body_limit = args.body_limit,
-        keys_dir = %args.keys_dir.display(),
-        unlimited = args.unlimited,
-        circuits = %stems(hosted),
-        require_keys = args.require_keys,
-        require_ceremony_keys = args.require_ceremony_keys,
-        precompute = %stems(precomputed),
+        body_limit = config.body_limit,
+        keys_dir = %config.keys_dir.display(),
+        unlimited = config.unlimited,
+        circuits = %stems(&config.hosted),
+        require_keys = config.require_keys,
+        require_ceremony_keys = config.require_ceremony_keys,
+        precompute = %stems(&config.precomputed),
         pin_cpus = admission.pin_cpus,
         msm_arithmetic = ?enygma_prover::MsmArithmetic::detected(),
         "starting enygma-server"
@@ -226,16 +231,17 @@ fn log_settings(
 }
 
 /// `--require-keys` and `--require-ceremony-keys`, before anything listens.
-fn check_keys(args: &Args, hosted: &[enygma_prover::Instance]) -> Result<(), StartupError> {
-    if args.require_keys {
-        let missing = missing_proving_keys(&args.keys_dir, hosted);
+fn check_keys(config: &Config) -> Result<(), StartupError> {
+    let hosted = &config.hosted;
+    if config.require_keys {
+        let missing = missing_proving_keys(&config.keys_dir, hosted);
         if !missing.is_empty() {
             let files: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
             return Err(StartupError::MissingKeys(files.join(", ")));
         }
     }
-    if args.require_ceremony_keys {
-        let refused = non_ceremony_keys(&args.keys_dir, hosted);
+    if config.require_ceremony_keys {
+        let refused = non_ceremony_keys(&config.keys_dir, hosted);
         if !refused.is_empty() {
             return Err(StartupError::NonCeremonyKeys(refused.join("; ")));
         }
@@ -243,7 +249,7 @@ fn check_keys(args: &Args, hosted: &[enygma_prover::Instance]) -> Result<(), Sta
     Ok(())
 }
 
-fn log_access(tls: &Option<Arc<Tls>>, auth: &Auth, limits: &enygma_server::transport::Limits) {
+fn log_access(tls: &Option<Arc<Tls>>, auth: &Auth, limits: &Limits) {
     tracing::info!(
         tls = tls.is_some(),
         client_certificates = tls.as_ref().is_some_and(|t| t.requires_client_cert()),
@@ -312,8 +318,7 @@ fn share_among_callers(admission: &mut AdmissionConfig, auth: &Auth, tls: &Optio
     );
 }
 
-async fn bind_api(args: &Args) -> Result<tokio::net::TcpListener, StartupError> {
-    let addr = std::net::SocketAddr::new(args.bind, args.port);
+async fn bind_api(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener, StartupError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|error| StartupError::Listen { addr, error })?;
@@ -364,16 +369,16 @@ async fn bind_admin(
 }
 
 /// The modes of the configured secrets and of the hosted instances' proving keys
-/// ([`enygma_server::file_modes`]): refused, or with `--allow-shared-secret-files` warned.
-fn check_file_modes(args: &Args, hosted: &[enygma_prover::Instance]) -> Result<(), StartupError> {
-    let mut files = args.access.secret_files();
-    files.extend(hosted.iter().map(|&i| {
-        let key = enygma_prover::keys::KeyPaths::new(&args.keys_dir, i).proving;
+/// ([`enygma_server::check_file_modes`]): refused, or with `--allow-shared-secret-files` warned.
+fn check_file_modes(config: &Config) -> Result<(), StartupError> {
+    let mut files = config.access.secret_files();
+    files.extend(config.hosted.iter().map(|&i| {
+        let key = enygma_prover::keys::KeyPaths::new(&config.keys_dir, i).proving;
         ("--keys-dir", key, FileKind::ProvingKey)
     }));
-    match file_modes::check_all(&files) {
+    match check_modes(&files) {
         Ok(()) => Ok(()),
-        Err(refused) if args.access.allow_shared_secret_files => {
+        Err(refused) if config.access.allow_shared_secret_files => {
             for line in refused.lines() {
                 tracing::warn!("--allow-shared-secret-files: {line}");
             }

@@ -40,6 +40,7 @@ use rand::SeedableRng;
 use serde_json::{json, Map, Value};
 
 /// The committed document's path, relative to this crate.
+#[cfg(test)]
 pub const COMMITTED_PATH: &str = "openapi.json";
 
 /// The seed of the example requests: `enygma gen-request`-style bodies, the same every time.

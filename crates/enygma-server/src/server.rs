@@ -27,98 +27,85 @@ pub enum Exit {
     Startup = 2,
 }
 
-/// Serves `state` on `listener` (over TLS and within the connection limits of `transport`)
-/// until `shutdown` completes, then drains.
+/// A service ready to run: its state, its bound listeners, the key loading and the shutdown
+/// signal. [`Self::run`] is the one way to run it.
 ///
-/// The listener is already bound, so `/livez` and `/healthcheck` answer at once while `load`
+/// The listeners are already bound, so `/livez` and `/healthcheck` answer at once while `load`
 /// (the slow key loading) runs on the blocking pool; `/readyz` answers 503 until it has
 /// succeeded. If `load` fails the service stops with [`Exit::Startup`].
 ///
-/// On `shutdown` the listener closes, `/readyz` turns 503, idle keep-alive connections close
-/// (HTTP/2: GOAWAY), and every in-flight and queued request is still answered. If that takes
-/// longer than `drain_timeout`, the service stops anyway with [`Exit::DrainTimeout`].
-pub async fn serve<B, L, S>(
-    listener: TcpListener,
-    state: Arc<AppState<B>>,
-    load: L,
-    shutdown: S,
-    drain_timeout: Duration,
-    transport: Transport,
-) -> Exit
-where
-    B: ProofBackend,
-    L: FnOnce() -> Result<B, String> + Send + 'static,
-    S: Future<Output = ()> + Send + 'static,
-{
-    serve_with_admin(
-        listener,
-        None,
-        state,
-        load,
-        shutdown,
-        drain_timeout,
-        transport,
-    )
-    .await
+/// On `shutdown` the API listener closes, `/readyz` turns 503, idle keep-alive connections
+/// close (HTTP/2: GOAWAY), and every in-flight and queued request is still answered. If that
+/// takes longer than `drain_timeout`, the service stops anyway with [`Exit::DrainTimeout`].
+///
+/// The admin listener, when given, serves `/livez`, `/readyz` and `/metrics`
+/// ([`admin_router`]) in plain HTTP without tokens, for the kubelet and Prometheus. It keeps
+/// answering while the API listener drains (so the orchestrator sees `/readyz` 503 `draining`
+/// and Prometheus scrapes the last proofs), and stops once the API listener has stopped. It has
+/// its own small connection cap ([`ADMIN_MAX_CONNECTIONS`]), so API clients can never take the
+/// probes' connections, nor the other way round. Nobody authenticates there, so every admin
+/// connection counts as unauthenticated: a newcomer takes the place of the oldest idle one when
+/// the cap is reached, one address holds at most [`ADMIN_MAX_CONNECTIONS_PER_IP`], and a
+/// connection is closed after [`ADMIN_IDLE_TIMEOUT`] idle and that long after its accept. Idle
+/// keep-alive connections cannot keep the kubelet's probe out.
+pub struct Service<B: ProofBackend, L, S> {
+    pub state: Arc<AppState<B>>,
+    /// The API listener, served over TLS and within the limits of `transport`.
+    pub listener: TcpListener,
+    /// The admin listener, if any.
+    pub admin: Option<TcpListener>,
+    /// Loads the keys and makes the backend (on the blocking pool).
+    pub load: L,
+    /// Completes when the service is to drain and stop.
+    pub shutdown: S,
+    pub drain_timeout: Duration,
+    pub transport: Transport,
 }
 
-/// [`serve`], plus the admin listener on `admin` when given: `/livez`, `/readyz` and
-/// `/metrics` ([`admin_router`]) in plain HTTP without tokens, for the kubelet and Prometheus.
-///
-/// The admin listener keeps answering while the API listener drains (so the orchestrator sees
-/// `/readyz` 503 `draining` and Prometheus scrapes the last proofs), and stops once the API
-/// listener has stopped. It has its own small connection cap ([`ADMIN_MAX_CONNECTIONS`]), so
-/// API clients can never take the probes' connections, nor the other way round. Nobody
-/// authenticates there, so every admin connection counts as unauthenticated: a newcomer takes
-/// the place of the oldest idle one when the cap is reached, one address holds at most
-/// [`ADMIN_MAX_CONNECTIONS_PER_IP`], and a connection is closed after [`ADMIN_IDLE_TIMEOUT`]
-/// idle and that long after its accept. Idle keep-alive connections cannot keep the kubelet's
-/// probe out.
-pub async fn serve_with_admin<B, L, S>(
-    listener: TcpListener,
-    admin: Option<TcpListener>,
-    state: Arc<AppState<B>>,
-    load: L,
-    shutdown: S,
-    drain_timeout: Duration,
-    transport: Transport,
-) -> Exit
+impl<B, L, S> Service<B, L, S>
 where
     B: ProofBackend,
     L: FnOnce() -> Result<B, String> + Send + 'static,
     S: Future<Output = ()> + Send + 'static,
 {
-    let (admin_stop, admin_stopped) = oneshot::channel::<()>();
-    let admin_task = admin.map(|admin| {
-        let limits = Limits {
-            max_connections: ADMIN_MAX_CONNECTIONS,
-            // All but one: the newcomer's slot, from which it evicts the oldest idle one.
-            max_unauthenticated: ADMIN_MAX_CONNECTIONS - 1,
-            max_connections_per_ip: ADMIN_MAX_CONNECTIONS_PER_IP,
-            header_read_timeout: transport.limits.header_read_timeout.min(ADMIN_IDLE_TIMEOUT),
-            unauthenticated_timeout: ADMIN_IDLE_TIMEOUT,
-            trusted_proxies: Vec::new(),
-            ..transport.limits.clone()
-        };
-        tokio::spawn(serve_connections(
-            admin,
-            admin_router(state.clone()),
-            Transport { tls: None, limits },
-            state.metrics.clone(),
-            async move {
-                let _ = admin_stopped.await;
-            },
-        ))
-    });
-    let exit = serve_api(listener, state, load, shutdown, drain_timeout, transport).await;
-    let _ = admin_stop.send(());
-    if let Some(task) = admin_task {
-        // Probes and scrapes are quick; a client that holds its connection longer is dropped.
-        if tokio::time::timeout(ADMIN_STOP_GRACE, task).await.is_err() {
-            tracing::warn!("admin listener: connections still open at exit, dropped");
+    /// Serves until `shutdown` completes, then drains (see [`Service`]).
+    pub async fn run(mut self) -> Exit {
+        let (admin_stop, admin_stopped) = oneshot::channel::<()>();
+        let admin_task = self.admin.take().map(|admin| {
+            let limits = Limits {
+                max_connections: ADMIN_MAX_CONNECTIONS,
+                // All but one: the newcomer's slot, from which it evicts the oldest idle one.
+                max_unauthenticated: ADMIN_MAX_CONNECTIONS - 1,
+                max_connections_per_ip: ADMIN_MAX_CONNECTIONS_PER_IP,
+                header_read_timeout: self
+                    .transport
+                    .limits
+                    .header_read_timeout
+                    .min(ADMIN_IDLE_TIMEOUT),
+                unauthenticated_timeout: ADMIN_IDLE_TIMEOUT,
+                trusted_proxies: Vec::new(),
+                ..self.transport.limits.clone()
+            };
+            tokio::spawn(serve_connections(
+                admin,
+                admin_router(self.state.clone()),
+                Transport { tls: None, limits },
+                self.state.metrics.clone(),
+                async move {
+                    let _ = admin_stopped.await;
+                },
+            ))
+        });
+        let exit = self.serve_api().await;
+        let _ = admin_stop.send(());
+        if let Some(task) = admin_task {
+            // Probes and scrapes are quick; a client that holds its connection longer is dropped.
+            if tokio::time::timeout(ADMIN_STOP_GRACE, task).await.is_err() {
+                tracing::warn!("admin listener: connections still open at exit, dropped");
+            }
         }
+        exit
     }
-    exit
 }
 
 /// Most connections open at once on the admin listener: a kubelet's probes and a few
@@ -136,97 +123,101 @@ pub const ADMIN_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the admin listener's open connections get to close once the API has stopped.
 const ADMIN_STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// The API listener's part of [`serve`].
-async fn serve_api<B, L, S>(
-    listener: TcpListener,
-    state: Arc<AppState<B>>,
-    load: L,
-    shutdown: S,
-    drain_timeout: Duration,
-    transport: Transport,
-) -> Exit
+impl<B, L, S> Service<B, L, S>
 where
     B: ProofBackend,
     L: FnOnce() -> Result<B, String> + Send + 'static,
     S: Future<Output = ()> + Send + 'static,
 {
-    let fatal = Arc::new(Notify::new());
-    let failed = Arc::new(AtomicBool::new(false));
+    /// The API listener's part of [`Self::run`].
+    async fn serve_api(self) -> Exit {
+        let Service {
+            state,
+            listener,
+            load,
+            shutdown,
+            drain_timeout,
+            transport,
+            ..
+        } = self;
+        let fatal = Arc::new(Notify::new());
+        let failed = Arc::new(AtomicBool::new(false));
 
-    {
-        let (state, fatal, failed) = (state.clone(), fatal.clone(), failed.clone());
-        tokio::spawn(async move {
-            let start = Instant::now();
-            let outcome = match tokio::task::spawn_blocking(load).await {
-                Ok(Ok(backend)) => {
-                    state.set_backend(backend);
-                    tracing::info!(
-                        elapsed_ms = start.elapsed().as_millis() as u64,
-                        "keys loaded; ready"
-                    );
-                    return;
-                }
-                Ok(Err(e)) => e,
-                Err(_) => "key loading panicked".to_string(),
-            };
-            tracing::error!(error = %outcome, "cannot load the proving keys; stopping");
-            failed.store(true, Ordering::SeqCst);
-            fatal.notify_one();
-        });
-    }
+        {
+            let (state, fatal, failed) = (state.clone(), fatal.clone(), failed.clone());
+            tokio::spawn(async move {
+                let start = Instant::now();
+                let outcome = match tokio::task::spawn_blocking(load).await {
+                    Ok(Ok(backend)) => {
+                        state.set_backend(backend);
+                        tracing::info!(
+                            elapsed_ms = start.elapsed().as_millis() as u64,
+                            "keys loaded; ready"
+                        );
+                        return;
+                    }
+                    Ok(Err(e)) => e,
+                    Err(_) => "key loading panicked".to_string(),
+                };
+                tracing::error!(error = %outcome, "cannot load the proving keys; stopping");
+                failed.store(true, Ordering::SeqCst);
+                fatal.notify_one();
+            });
+        }
 
-    let (drain_tx, drain_rx) = oneshot::channel::<()>();
-    let trigger = {
-        let state = state.clone();
-        async move {
-            tokio::select! {
-                _ = shutdown => {
-                    let prove = state.prove.gauges();
-                    tracing::info!(
-                        in_flight = state.metrics.proofs_in_flight(),
-                        queued = prove.queued,
-                        "shutdown signal: no new connections, draining in-flight and queued requests"
-                    );
+        let (drain_tx, drain_rx) = oneshot::channel::<()>();
+        let trigger = {
+            let state = state.clone();
+            async move {
+                tokio::select! {
+                    _ = shutdown => {
+                        let prove = state.admission.prove_gauges();
+                        tracing::info!(
+                            in_flight = state.metrics.proofs_in_flight(),
+                            queued = prove.queued,
+                            "shutdown signal: no new connections, draining in-flight and queued requests"
+                        );
+                    }
+                    _ = fatal.notified() => {}
                 }
-                _ = fatal.notified() => {}
+                state.start_draining();
+                let _ = drain_tx.send(());
             }
-            state.start_draining();
-            let _ = drain_tx.send(());
-        }
-    };
+        };
 
-    let server = serve_connections(
-        listener,
-        router(state.clone()),
-        transport,
-        state.metrics.clone(),
-        trigger,
-    );
-    let mut server = std::pin::pin!(server);
-    let drain_deadline = async {
-        match drain_rx.await {
-            Ok(()) => tokio::time::sleep(drain_timeout).await,
-            Err(_) => pending().await,
-        }
-    };
+        let server = serve_connections(
+            listener,
+            router(state.clone()),
+            transport,
+            state.metrics.clone(),
+            trigger,
+        );
+        let mut server = std::pin::pin!(server);
+        let drain_deadline = async {
+            match drain_rx.await {
+                Ok(()) => tokio::time::sleep(drain_timeout).await,
+                Err(_) => pending().await,
+            }
+        };
 
-    tokio::select! {
-        () = &mut server => {}
-        _ = drain_deadline => {
-            tracing::error!(
-                drain_timeout_s = drain_timeout.as_secs_f64(),
-                in_flight = state.metrics.proofs_in_flight(),
-                queued = state.prove.gauges().queued,
-                "drain timeout expired with requests still running; exiting anyway"
-            );
-            return Exit::DrainTimeout;
+        tokio::select! {
+            () = &mut server => {}
+            _ = drain_deadline => {
+                tracing::error!(
+                    drain_timeout_s = drain_timeout.as_secs_f64(),
+                    in_flight = state.metrics.proofs_in_flight(),
+                    queued = state.admission.prove_gauges().queued,
+                    "drain timeout expired with requests still running; exiting anyway"
+                );
+                return Exit::DrainTimeout;
+            }
         }
-    }
-    if failed.load(Ordering::SeqCst) {
-        Exit::Startup
-    } else {
-        tracing::info!("drained; exiting");
-        Exit::Clean
+        if failed.load(Ordering::SeqCst) {
+            Exit::Startup
+        } else {
+            tracing::info!("drained; exiting");
+            Exit::Clean
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
 use crate::config::Args;
 use crate::transport::Transport;
-use crate::{serve, serve_with_admin, shutdown_signal, AppState, Exit};
+use crate::{shutdown_signal, AppState, Exit, Service};
 
 /// A prover that checks requests for real and then sleeps for its witness and prove times.
 #[derive(Clone, Copy, Debug)]
@@ -139,15 +139,16 @@ impl RunningServer {
         let shutdown = async move {
             let _ = stopped.await;
         };
-        let task = tokio::spawn(serve_with_admin(
-            listener,
-            admin_listener,
+        let service = Service {
             state,
+            listener,
+            admin: admin_listener,
             load,
             shutdown,
             drain_timeout,
             transport,
-        ));
+        };
+        let task = tokio::spawn(service.run());
         RunningServer {
             addr,
             admin,
@@ -250,14 +251,16 @@ pub fn run_process(flags: &[&str], backend: SleepingBackend) -> Result<Exit, Str
         let listener = TcpListener::bind((args.bind, args.port))
             .await
             .map_err(|e| format!("binding {}:{}: {e}", args.bind, args.port))?;
-        let exit = serve(
-            listener,
+        let exit = Service {
             state,
-            move || Ok(backend),
-            shutdown_signal(),
-            args.drain_timeout(),
-            Transport::default(),
-        )
+            listener,
+            admin: None,
+            load: move || Ok(backend),
+            shutdown: shutdown_signal(),
+            drain_timeout: args.drain_timeout(),
+            transport: Transport::default(),
+        }
+        .run()
         .await;
         Ok::<_, String>(exit)
     })

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use tokio::task::JoinHandle;
 
+use crate::admission::AdmissionConfig;
 use crate::auth::Auth;
 use crate::backend::{BackendError, Instance, ProofBackend, ProofOutput};
-use crate::config::AdmissionConfig;
 use crate::test_support::RunningServer;
 use crate::transport::Transport;
 use crate::{AppState, Exit};
@@ -230,7 +230,7 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         auth_failure_burst: 0,
         auth_failure_refill: Duration::from_millis(500),
         // The default admission: one caller here, so its queue is the FIFO's.
-        fair: Some(crate::config::FairConfig::equal(
+        fair: Some(crate::admission::FairConfig::equal(
             queue_depth,
             max_inflight.unwrap_or(1),
         )),

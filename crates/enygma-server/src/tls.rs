@@ -30,10 +30,10 @@ use tokio_rustls::rustls::{
 use tokio_rustls::TlsAcceptor;
 use webpki::CertRevocationList;
 
-use crate::bad_requests::AddressAllowances;
+use crate::admission::abuse::AddressAllowances;
 use crate::caller::Caller;
 use crate::client_names::{self, ClientNames};
-use crate::transport::ConnectionSlot;
+use crate::transport::budget::ConnectionSlot;
 
 /// The PEM files of the listener's TLS configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -34,7 +34,7 @@
 //! - **Closing on the service's request** ([`ConnectionSlot::close_after_response`]): after a
 //!   401, after a probe answered to a connection that has not authenticated while credentials
 //!   are required, and once a connection's allowance of malformed requests is spent
-//!   (`crate::bad_requests`), the connection is closed after that response (HTTP/1.1:
+//!   (`crate::admission::abuse`), the connection is closed after that response (HTTP/1.1:
 //!   `Connection: close`; HTTP/2: GOAWAY, the other streams in progress finish). An
 //!   unauthenticated connection evicted by a newcomer ([`budget`]) is closed at once.
 //! - **Client addresses behind a proxy** (`--proxy-protocol-from`): a connection from a
@@ -77,7 +77,7 @@ use crate::caller::{Caller, CertificateCaller, PeerAddress};
 use crate::metrics::Metrics;
 use crate::tls::Tls;
 
-mod budget;
+pub(crate) mod budget;
 mod drain;
 
 pub use budget::ConnectionSlot;

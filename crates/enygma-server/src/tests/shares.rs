@@ -3,8 +3,8 @@
 //! each of B's), never on wall time, so a busy machine cannot make them flaky.
 
 use super::*;
+use crate::admission::FairConfig;
 use crate::auth::TokenFile;
-use crate::config::FairConfig;
 
 const BANK_A: &str = "bank-a-token-0123456789abcdef";
 const BANK_B: &str = "bank-b-token-0123456789abcdef";

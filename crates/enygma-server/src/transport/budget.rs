@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
-use crate::bad_requests::{Allowance, Bucket};
+use crate::admission::abuse::{Allowance, Bucket};
 use crate::metrics::Metrics;
 
 /// How long an eviction may take before the next candidate is evicted too (an evicted
@@ -277,7 +277,7 @@ pub struct ConnectionSlot {
     /// Requests in progress (from their head to their response).
     busy: watch::Sender<usize>,
     closing: watch::Sender<Closing>,
-    /// The connection's allowance of malformed requests ([`crate::bad_requests`]).
+    /// The connection's allowance of malformed requests ([`crate::admission::abuse`]).
     malformed: Mutex<Option<Bucket>>,
 }
 
@@ -373,7 +373,7 @@ impl ConnectionSlot {
 
     /// Takes one from the connection's allowance of malformed requests; `false` once it is
     /// spent (the connection is then closed after its response).
-    pub fn malformed_request(&self, allowance: &Allowance, now: Instant) -> bool {
+    pub(crate) fn malformed_request(&self, allowance: &Allowance, now: Instant) -> bool {
         let mut bucket = self.malformed.lock().unwrap_or_else(|e| e.into_inner());
         allowance.take(&mut bucket, now)
     }

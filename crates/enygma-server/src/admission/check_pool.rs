@@ -15,14 +15,14 @@ use tokio::sync::oneshot;
 
 /// The pool is busy and its queue full.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Full;
+pub(crate) struct Full;
 
 /// A job ended without an answer (it panicked).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Lost;
+pub(crate) struct Lost;
 
 /// A fixed pool of threads for request checks, with a bounded queue.
-pub struct CheckPool {
+pub(crate) struct CheckPool {
     pool: rayon::ThreadPool,
     /// Jobs running or queued.
     pending: Arc<AtomicUsize>,
@@ -32,7 +32,7 @@ pub struct CheckPool {
 
 impl CheckPool {
     /// `threads` threads (at least 1) and `queue_depth` jobs waiting for one.
-    pub fn new(threads: usize, queue_depth: usize) -> Result<Self, String> {
+    pub(crate) fn new(threads: usize, queue_depth: usize) -> Result<Self, String> {
         let threads = threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -50,7 +50,7 @@ impl CheckPool {
     }
 
     /// Runs `job` on the pool, or refuses at once when the pool and its queue are full.
-    pub async fn run<T, F>(&self, job: F) -> Result<Result<T, Lost>, Full>
+    pub(crate) async fn run<T, F>(&self, job: F) -> Result<Result<T, Lost>, Full>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -78,7 +78,7 @@ impl CheckPool {
     }
 
     /// Jobs running or queued now.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
     }
 }

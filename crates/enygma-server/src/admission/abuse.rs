@@ -30,28 +30,28 @@ use std::time::{Duration, Instant};
 
 /// A token bucket's settings: `burst` tokens at once, refilled at `per_second`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Allowance {
+pub(crate) struct Allowance {
     burst: f64,
     per_second: f64,
 }
 
 /// The state of one bucket (`None`: full, never drawn from).
 #[derive(Clone, Copy, Debug)]
-pub struct Bucket {
+pub(crate) struct Bucket {
     tokens: f64,
     at: Instant,
 }
 
 impl Allowance {
     /// `burst` tokens (0 turns the limit off), one refilled per `refill`.
-    pub fn new(burst: u32, refill: Duration) -> Self {
+    pub(crate) fn new(burst: u32, refill: Duration) -> Self {
         Allowance {
             burst: f64::from(burst),
             per_second: 1.0 / refill.as_secs_f64().max(1e-9),
         }
     }
 
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.burst > 0.0
     }
 
@@ -63,7 +63,7 @@ impl Allowance {
     }
 
     /// Takes a token from `bucket`: `false` when there was none left (off: always `true`).
-    pub fn take(&self, bucket: &mut Option<Bucket>, now: Instant) -> bool {
+    pub(crate) fn take(&self, bucket: &mut Option<Bucket>, now: Instant) -> bool {
         if !self.enabled() {
             return true;
         }
@@ -78,7 +78,7 @@ impl Allowance {
 
     /// How long until `bucket` holds a token again (at most an hour: a rate of 0 must not
     /// overflow a `Duration`).
-    pub fn refill_time(&self, bucket: Option<&Bucket>, now: Instant) -> Duration {
+    pub(crate) fn refill_time(&self, bucket: Option<&Bucket>, now: Instant) -> Duration {
         let missing = (1.0 - self.level(bucket, now)).max(0.0);
         Duration::from_secs_f64((missing / self.per_second).min(3600.0))
     }
@@ -91,7 +91,7 @@ const MAX_BUCKETS: usize = 16 * 1024;
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
 /// One [`Allowance`] per client address.
-pub struct AddressAllowances {
+pub(crate) struct AddressAllowances {
     allowance: Allowance,
     buckets: Mutex<HashMap<IpAddr, Entry>>,
 }
@@ -104,15 +104,15 @@ struct Entry {
 
 /// The outcome of one counted failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Counted {
+pub(crate) struct Counted {
     /// `Some(retry after)` once the address's allowance is spent.
-    pub over: Option<Duration>,
+    pub(crate) over: Option<Duration>,
     /// This failure is the address's first in [`WARN_EVERY`]: worth a WARN line.
-    pub warn: bool,
+    pub(crate) warn: bool,
 }
 
 impl AddressAllowances {
-    pub fn new(allowance: Allowance) -> Self {
+    pub(crate) fn new(allowance: Allowance) -> Self {
         AddressAllowances {
             allowance,
             buckets: Mutex::new(HashMap::new()),
@@ -120,12 +120,12 @@ impl AddressAllowances {
     }
 
     /// No allowance, only the pacing of WARN lines: once per address and minute.
-    pub fn warnings_only() -> Self {
+    pub(crate) fn warnings_only() -> Self {
         Self::new(Allowance::new(0, Duration::from_secs(1)))
     }
 
     /// Counts one failure of `key`.
-    pub fn failure(&self, key: &IpAddr, now: Instant) -> Counted {
+    pub(crate) fn failure(&self, key: &IpAddr, now: Instant) -> Counted {
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(key) {
             let allowance = self.allowance;

@@ -13,10 +13,10 @@
 //! refused: pinning two threads to one CPU would only serialise them.
 
 /// Which CPU each thread of each slot runs on: `plan[slot][thread]`.
-pub type CpuPlan = Vec<Vec<usize>>;
+pub(crate) type CpuPlan = Vec<Vec<usize>>;
 
 /// Deals `cpus` (already in topology order) out to `slots` slots of `threads` threads each.
-pub fn plan(slots: usize, threads: usize, cpus: &[usize]) -> Result<CpuPlan, String> {
+pub(crate) fn plan(slots: usize, threads: usize, cpus: &[usize]) -> Result<CpuPlan, String> {
     let needed = slots.saturating_mul(threads);
     if needed > cpus.len() {
         return Err(format!(
@@ -34,7 +34,7 @@ pub fn plan(slots: usize, threads: usize, cpus: &[usize]) -> Result<CpuPlan, Str
 }
 
 /// A CPU list in the kernel's `Cpus_allowed_list` style (`0-3,8`).
-pub fn list(cpus: &[usize]) -> String {
+pub(crate) fn list(cpus: &[usize]) -> String {
     let mut sorted = cpus.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -56,7 +56,8 @@ pub fn list(cpus: &[usize]) -> String {
 }
 
 /// Parses a `Cpus_allowed_list` (`0-3,8`).
-pub fn parse_list(s: &str) -> Result<Vec<usize>, String> {
+#[cfg(test)]
+pub(crate) fn parse_list(s: &str) -> Result<Vec<usize>, String> {
     let bad = || format!("not a CPU list: {s:?}");
     let mut cpus = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
@@ -80,7 +81,7 @@ mod os {
     use std::io;
 
     /// The CPUs the calling thread may run on.
-    pub fn current_thread_cpus() -> io::Result<Vec<usize>> {
+    pub(crate) fn current_thread_cpus() -> io::Result<Vec<usize>> {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most
         // size_of::<cpu_set_t>() bytes into it, and CPU_ISSET reads within it.
         unsafe {
@@ -95,7 +96,7 @@ mod os {
     }
 
     /// Restricts the calling thread to `cpu` (pid 0: the calling thread, not the process).
-    pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    pub(crate) fn pin_current_thread(cpu: usize) -> io::Result<()> {
         if cpu >= libc::CPU_SETSIZE as usize {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -114,13 +115,14 @@ mod os {
     }
 
     /// The calling thread's kernel id, for `/proc/self/task/{tid}`.
-    pub fn current_thread_id() -> u32 {
+    #[cfg(test)]
+    pub(crate) fn current_thread_id() -> u32 {
         // SAFETY: gettid has no preconditions.
         unsafe { libc::gettid() as u32 }
     }
 
     /// `(physical package, core)` of `cpu` from sysfs, if the kernel exposes them.
-    pub fn core_of(cpu: usize) -> Option<(u32, u32)> {
+    pub(crate) fn core_of(cpu: usize) -> Option<(u32, u32)> {
         let read = |what: &str| -> Option<u32> {
             std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{what}"))
                 .ok()?
@@ -132,14 +134,16 @@ mod os {
     }
 }
 
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) use os::current_thread_id;
 #[cfg(target_os = "linux")]
-pub use os::{current_thread_cpus, current_thread_id, pin_current_thread};
+pub(crate) use os::{current_thread_cpus, pin_current_thread};
 
 /// The CPUs this process may run on, hyperthreads of one physical core adjacent (by package
 /// and core id; CPUs whose topology sysfs does not tell go last, in number order). Call it
 /// from a thread that has not been pinned (the main thread at start).
 #[cfg(target_os = "linux")]
-pub fn allowed_cpus() -> Result<Vec<usize>, String> {
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>, String> {
     let mut cpus = current_thread_cpus()
         .map_err(|e| format!("--pin-cpus: cannot read this process's CPU affinity: {e}"))?;
     cpus.sort_by_key(|&cpu| (os::core_of(cpu).unwrap_or((u32::MAX, u32::MAX)), cpu));
@@ -147,12 +151,12 @@ pub fn allowed_cpus() -> Result<Vec<usize>, String> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn allowed_cpus() -> Result<Vec<usize>, String> {
+pub(crate) fn allowed_cpus() -> Result<Vec<usize>, String> {
     Err("--pin-cpus is supported on Linux only".into())
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn pin_current_thread(_cpu: usize) -> std::io::Result<()> {
+pub(crate) fn pin_current_thread(_cpu: usize) -> std::io::Result<()> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "--pin-cpus is supported on Linux only",
@@ -160,7 +164,7 @@ pub fn pin_current_thread(_cpu: usize) -> std::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn current_thread_cpus() -> std::io::Result<Vec<usize>> {
+pub(crate) fn current_thread_cpus() -> std::io::Result<Vec<usize>> {
     Err(std::io::Error::new(
         std::io::ErrorKind::Unsupported,
         "CPU affinity is read on Linux only",

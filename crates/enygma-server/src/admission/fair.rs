@@ -23,22 +23,23 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::admission::{AdmitError, ServiceTime};
+use super::limiter::AdmitError;
+use super::service_time::ServiceTime;
 use crate::caller::Caller;
 use crate::metrics::{Metrics, QueueGauges, QueueKind};
 
 /// The configuration of the shares.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SharesConfig {
+pub(crate) struct SharesConfig {
     /// Slots (proofs in flight) in all.
-    pub max_inflight: usize,
+    pub(crate) max_inflight: usize,
     /// Most requests waiting in one caller's queue.
-    pub caller_queue_depth: usize,
+    pub(crate) caller_queue_depth: usize,
     /// Most proofs of one caller in flight at once.
-    pub caller_max_inflight: usize,
-    pub queue_timeout: Duration,
+    pub(crate) caller_max_inflight: usize,
+    pub(crate) queue_timeout: Duration,
     /// The callers, each with its weight (`anonymous` is added with weight 1 unless listed).
-    pub callers: Vec<(Caller, u32)>,
+    pub(crate) callers: Vec<(Caller, u32)>,
 }
 
 /// One caller's share.
@@ -75,11 +76,11 @@ struct Inner {
 
 /// The per-caller admission controller (see the module documentation).
 #[derive(Clone)]
-pub struct FairShares(Arc<Inner>);
+pub(crate) struct FairShares(Arc<Inner>);
 
 /// A held slot, counted against its caller's share; dropping it gives the slot to the next
 /// caller in turn.
-pub struct Grant {
+pub(crate) struct Grant {
     inner: Option<Arc<Inner>>,
     share: usize,
 }
@@ -96,7 +97,7 @@ impl Drop for Grant {
 }
 
 impl FairShares {
-    pub fn new(
+    pub(crate) fn new(
         mut config: SharesConfig,
         service_time: Arc<ServiceTime>,
         metrics: Arc<Metrics>,
@@ -143,7 +144,7 @@ impl FairShares {
     /// limit, else after a place in its own queue, or shed (503) when its queue has no room,
     /// or 504 after the queue timeout. If the future is dropped while queued, the request
     /// leaves the queue and is counted as abandoned.
-    pub async fn acquire(&self, caller: &Caller) -> Result<(Grant, Duration), AdmitError> {
+    pub(crate) async fn acquire(&self, caller: &Caller) -> Result<(Grant, Duration), AdmitError> {
         let inner = &self.0;
         let start = Instant::now();
         let share = inner.share_of(caller);
@@ -215,7 +216,7 @@ impl FairShares {
 
     /// Whether [`Self::acquire`] would shed `caller` now (counted as a shed): before any work
     /// is spent on its request.
-    pub fn shed_early(&self, caller: &Caller) -> bool {
+    pub(crate) fn shed_early(&self, caller: &Caller) -> bool {
         let inner = &self.0;
         let share = inner.share_of(caller);
         let mut st = inner.lock();
@@ -235,7 +236,7 @@ impl FairShares {
 
     /// Seconds a shed `caller` should wait: until its own queue, served at its share of the
     /// slots, has room again (1 to 60).
-    pub fn retry_after_secs(&self, caller: &Caller) -> u64 {
+    pub(crate) fn retry_after_secs(&self, caller: &Caller) -> u64 {
         let inner = &self.0;
         let share = inner.share_of(caller);
         let st = inner.lock();
@@ -248,12 +249,12 @@ impl FairShares {
         (excess / rate).ceil().clamp(1.0, 60.0) as u64
     }
 
-    pub fn service_time(&self) -> Arc<ServiceTime> {
+    pub(crate) fn service_time(&self) -> Arc<ServiceTime> {
         self.0.service_time.clone()
     }
 
     /// The queue gauges summed over the callers.
-    pub fn gauges(&self) -> QueueGauges {
+    pub(crate) fn gauges(&self) -> QueueGauges {
         let inner = &self.0;
         let st = inner.lock();
         QueueGauges {
@@ -265,7 +266,7 @@ impl FairShares {
     }
 
     /// The per-caller series (Prometheus text), one label value per configured caller.
-    pub fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         let st = self.0.lock();
         for (name, kind, help, value) in [
             (

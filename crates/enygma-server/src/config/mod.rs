@@ -1,0 +1,93 @@
+//! Command line and environment configuration, resolved into one validated [`Config`].
+//!
+//! Every flag has an environment variable twin (`--port` / `ENYGMA_PORT`, ...); a flag given on
+//! the command line wins over its variable. [`Args`] is what clap parses; [`Config::from_args`]
+//! resolves every default that depends on the machine or on other flags, once, and refuses a
+//! combination that cannot work ([`ConfigError`]).
+
+mod access;
+mod args;
+mod headings;
+#[cfg(test)]
+mod tests;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use access::AccessArgs;
+pub use args::{AdminBind, Args, LogFormat};
+
+use enygma_prover::{Instance, MissingKeys};
+
+use crate::admission::AdmissionConfig;
+use crate::tables::TableConfig;
+use crate::transport::Limits;
+
+/// A combination of flags that cannot work.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `--precompute` names an instance that `--circuits` does not host.
+    #[error("{0}")]
+    Precompute(String),
+}
+
+/// The service's configuration: every flag with its default resolved, checked once at start.
+pub struct Config {
+    /// The API listener's address (`--bind`, `--port`).
+    pub api: SocketAddr,
+    /// The admin listener's (`--admin-bind`).
+    pub admin_bind: AdminBind,
+    pub keys_dir: PathBuf,
+    /// The statement instances served (`--circuits`, else all).
+    pub hosted: Vec<Instance>,
+    /// The hosted instances whose MSM tables are built at key load (`--precompute`).
+    pub precomputed: Vec<Instance>,
+    /// `--require-keys`.
+    pub require_keys: bool,
+    /// `--require-ceremony-keys`.
+    pub require_ceremony_keys: bool,
+    /// What to do about a missing proving key.
+    pub missing_keys: MissingKeys,
+    /// `--unlimited`: no cap and no queue.
+    pub unlimited: bool,
+    pub admission: AdmissionConfig,
+    pub tables: TableConfig,
+    /// The API listener's connection-level limits.
+    pub limits: Limits,
+    pub body_limit: usize,
+    pub drain_timeout: Duration,
+    pub log_format: LogFormat,
+    /// TLS, token files and the exposure checks.
+    pub access: AccessArgs,
+}
+
+impl Config {
+    /// Resolves `args`: every default derived here, and nowhere else.
+    pub fn from_args(args: &Args) -> Result<Config, ConfigError> {
+        let precomputed = args.precomputed().map_err(ConfigError::Precompute)?;
+        Ok(Config {
+            api: SocketAddr::new(args.bind, args.port),
+            admin_bind: args.admin_bind,
+            keys_dir: args.keys_dir.clone(),
+            hosted: args.hosted(),
+            tables: args.tables(precomputed.clone()),
+            precomputed,
+            require_keys: args.require_keys,
+            require_ceremony_keys: args.require_ceremony_keys,
+            missing_keys: args.missing_keys(),
+            unlimited: args.unlimited,
+            admission: args.admission(),
+            limits: args.limits(),
+            body_limit: args.body_limit,
+            drain_timeout: args.drain_timeout(),
+            log_format: args.log_format,
+            access: args.access.clone(),
+        })
+    }
+
+    /// The address `--bind` names.
+    pub fn bind(&self) -> IpAddr {
+        self.api.ip()
+    }
+}
