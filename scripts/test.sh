@@ -13,9 +13,11 @@ command -v python3 >/dev/null || { echo "python3 is required for scripts/schemat
 # Each step's start and the time since the suite began, so a slow step shows in the log.
 step() { echo "==== [$(date -u +%T), ${SECONDS}s] $*" >&2; }
 
-# Lints first: formatting, and clippy on every target with warnings as errors.
+# Lints first: formatting, modules that use each other, and clippy on every target with warnings
+# as errors.
 step "lints"
 cargo fmt --all --check
+python3 scripts/module-cycles.py crates/enygma-server crates/enygma-loadgen crates/enygma-msm
 cargo clippy --workspace --all-targets -- -D warnings
 # The measurement-only code (enygma-prover's `bench` feature: examples/proof_phases.rs).
 cargo clippy -p enygma-prover --all-targets --features bench -- -D warnings
