@@ -20,7 +20,7 @@ pub(crate) const JSON: &str = "application/json; charset=utf-8";
 /// An error answer: `{"error": message}` with its status (and `Retry-After` when set). The
 /// message must never contain a value from the request.
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     message: Cow<'static, str>,
     retry_after: Option<u64>,
@@ -97,7 +97,7 @@ impl IntoResponse for ApiError {
 
 /// What the pipeline learns about a request, for the log line and Server-Timing.
 #[derive(Clone, Default)]
-pub struct ReqCtx(Arc<Mutex<ReqInfo>>);
+pub(crate) struct ReqCtx(Arc<Mutex<ReqInfo>>);
 
 #[derive(Default, Clone)]
 pub(crate) struct ReqInfo {

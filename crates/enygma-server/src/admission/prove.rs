@@ -21,8 +21,9 @@ use crate::metrics::{Metrics, QueueGauges, QueueKind};
 pub(crate) struct JobPanicked;
 
 /// Admission for the proving routes: `max_inflight` slots given out by one FIFO [`Limiter`] or
-/// by per-caller [`FairShares`] (`--admission`), each proof run on the rayon pool its
-/// [`ProveThreads`] layout gives it; or, with `--unlimited`, no limit and a fresh pool per proof.
+/// by per-caller fair shares ([`super::fair`], `--admission`), each proof run on the rayon pool
+/// its [`ProveThreads`] layout gives it; or, with `--unlimited`, no limit and a fresh pool per
+/// proof.
 pub(crate) struct ProveAdmission {
     queue: Queue,
     pools: Pools,
@@ -149,13 +150,14 @@ impl ProveAdmission {
         self
     }
 
-    /// See [`Limiter::shed_early`] and [`FairShares::shed_early`]; never in unlimited mode.
+    /// See [`Limiter::shed_early`] and the fair shares' own ([`super::fair`]); never in
+    /// unlimited mode.
     pub(crate) fn shed_early(&self, caller: &Caller) -> bool {
         self.queue.shed_early(caller)
     }
 
-    /// Waits for a proof slot for `caller` (see [`Limiter::acquire`] and
-    /// [`FairShares::acquire`]); immediate in unlimited mode.
+    /// Waits for a proof slot for `caller` (see [`Limiter::acquire`] and [`super::fair`]);
+    /// immediate in unlimited mode.
     pub(crate) async fn acquire(&self, caller: &Caller) -> Result<(Slot, Duration), AdmitError> {
         let Some((permit, waited)) = self.queue.acquire(caller).await? else {
             return Ok((
