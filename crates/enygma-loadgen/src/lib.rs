@@ -32,6 +32,7 @@
 
 pub mod ab;
 pub mod ab_report;
+pub mod ab_rounds;
 pub mod caller_spec;
 pub mod callers;
 pub mod callers_report;
