@@ -54,6 +54,8 @@ pub fn variants(a: &AbArgs) -> Result<Vec<Variant>> {
     );
     let mk = |name: &str, role, flags: String, setting| Variant {
         name: name.into(),
+        setting_name: name.into(),
+        round: None,
         role,
         command: if flags.is_empty() {
             base.clone()
@@ -65,13 +67,27 @@ pub fn variants(a: &AbArgs) -> Result<Vec<Variant>> {
         dir: None,
         setting,
     };
-    let mut v = vec![
-        mk("unlimited", Role::A, "--unlimited".into(), None),
-        mk("capped", Role::B, String::new(), None),
-    ];
+    let settings = if a.variants.is_empty() {
+        vec![
+            mk("unlimited", Role::A, "--unlimited".into(), None),
+            mk("capped", Role::B, String::new(), None),
+        ]
+    } else {
+        a.variants
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let role = if i == 0 { Role::A } else { Role::B };
+                mk(&n.name, role, n.flags.clone(), None)
+            })
+            .collect()
+    };
+    let mut v = alternate(&settings, a.rounds as usize);
     if let Some(cmd) = &a.reference_cmd {
         v.push(Variant {
             name: "reference".into(),
+            setting_name: "reference".into(),
+            round: None,
             role: Role::Reference,
             flags: String::new(),
             command: cmd.clone(),
@@ -80,7 +96,7 @@ pub fn variants(a: &AbArgs) -> Result<Vec<Variant>> {
             setting: None,
         });
     }
-    for (m, t) in parse_sweep(&a.sweep)? {
+    for (m, t) in parse_sweep(a.sweep())? {
         v.push(mk(
             &format!("sweep-{m}x{t}"),
             Role::Sweep,
@@ -93,7 +109,50 @@ pub fn variants(a: &AbArgs) -> Result<Vec<Variant>> {
             Some((m, t)),
         ));
     }
+    let mut names: Vec<&str> = v.iter().map(|v| v.name.as_str()).collect();
+    names.sort_unstable();
+    if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+        bail!(
+            "two variants are named {:?}: each needs a directory of its own",
+            twice[0]
+        );
+    }
     Ok(v)
+}
+
+/// The settings `rounds` times in turn (A B A B ...); with several rounds each run's name
+/// carries its round.
+fn alternate(settings: &[Variant], rounds: usize) -> Vec<Variant> {
+    (1..=rounds)
+        .flat_map(|round| {
+            settings.iter().map(move |s| Variant {
+                name: if rounds > 1 {
+                    format!("{}-{round}", s.setting_name)
+                } else {
+                    s.setting_name.clone()
+                },
+                round: Some(round),
+                ..s.clone()
+            })
+        })
+        .collect()
+}
+
+/// `enygma_table_bytes{statement="transfer",k="6"}`: the server's bytes of precomputed tables
+/// of the instance whose proving route `endpoint` is.
+pub fn tables_selector(endpoint: &str) -> Result<String> {
+    let instance = enygma_prover::statements::all_instances()
+        .find(|i| i.prove_path() == endpoint)
+        .with_context(|| {
+            format!("--prime-until-tables: {endpoint} is no statement instance's proving route")
+        })?;
+    Ok(match instance.k() {
+        Some(k) => format!(
+            "enygma_table_bytes{{statement=\"{}\",k=\"{k}\"}}",
+            instance.name()
+        ),
+        None => format!("enygma_table_bytes{{statement=\"{}\"}}", instance.name()),
+    })
 }
 
 pub fn default_out_dir() -> PathBuf {
@@ -106,8 +165,11 @@ pub fn default_out_dir() -> PathBuf {
 }
 
 /// Entry point of `enygma-loadgen ab`.
-pub async fn main(args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
+pub async fn main(mut args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
     let vars = variants(&args)?;
+    if args.prime_until_tables {
+        args.schedule.prime_until = Some(tables_selector(&args.schedule.endpoint)?);
+    }
     let out = args.out.clone().unwrap_or_else(default_out_dir);
     // benches/run_load.sh passes the one command that reproduces it; else our own command line.
     let invoked = crate::token::redact_args(std::env::args())
@@ -280,6 +342,86 @@ mod tests {
         assert_eq!(v[2].url, "http://127.0.0.1:3003");
         assert_eq!(v[3].command, "bin/srv --bind 127.0.0.1 --port 4000 --keys-dir 'my keys' --max-inflight 1 --prove-threads 2 --precompute transfer-k6");
         assert_eq!(v[3].setting, Some((1, 2)));
+    }
+
+    #[test]
+    fn named_settings_alternate_over_rounds() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "enygma-loadgen",
+            "ab",
+            "--requests",
+            "r",
+            "--server-cmd",
+            "srv",
+            "--variant",
+            "default=",
+            "--variant",
+            "2x1-pre=--max-inflight 2 --prove-threads 1",
+            "--rounds",
+            "2",
+            "--endpoint",
+            "transfer-k6",
+            "--prime-until-tables",
+        ])
+        .unwrap();
+        let crate::cli::Command::Ab(a) = cli.command else {
+            panic!()
+        };
+        // Named settings run no sweep unless asked.
+        assert_eq!(a.sweep(), "none");
+        let v = variants(&a).unwrap();
+        let runs: Vec<(&str, &str, Option<usize>, Role)> = v
+            .iter()
+            .map(|v| (v.name.as_str(), v.setting_name.as_str(), v.round, v.role))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                ("default-1", "default", Some(1), Role::A),
+                ("2x1-pre-1", "2x1-pre", Some(1), Role::B),
+                ("default-2", "default", Some(2), Role::A),
+                ("2x1-pre-2", "2x1-pre", Some(2), Role::B),
+            ]
+        );
+        assert_eq!(
+            v[1].command,
+            "srv --bind 127.0.0.1 --port 3003 --keys-dir keys --max-inflight 2 --prove-threads 1"
+        );
+        assert_eq!(
+            v[0].command,
+            "srv --bind 127.0.0.1 --port 3003 --keys-dir keys"
+        );
+        assert_eq!(
+            tables_selector(&a.schedule.endpoint).unwrap(),
+            "enygma_table_bytes{statement=\"transfer\",k=\"6\"}"
+        );
+        assert!(tables_selector("/healthcheck").is_err());
+        // A name twice, or one that is no directory name, is refused.
+        let twice = crate::cli::Cli::try_parse_from([
+            "enygma-loadgen",
+            "ab",
+            "--requests",
+            "r",
+            "--variant",
+            "a=",
+            "--variant",
+            "a=--unlimited",
+        ])
+        .unwrap();
+        let crate::cli::Command::Ab(twice) = twice.command else {
+            panic!()
+        };
+        assert!(variants(&twice).is_err());
+        assert!(crate::cli::Cli::try_parse_from([
+            "enygma-loadgen",
+            "ab",
+            "--requests",
+            "r",
+            "--variant",
+            "a/b=",
+        ])
+        .is_err());
     }
 
     #[test]

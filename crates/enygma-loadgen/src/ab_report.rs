@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::ab_rounds::{self, SettingLevel};
 use crate::ab_variant::{Role, Variant};
 use crate::chart::{self, Panel, Series};
 use crate::claims::{Claims, Verdict, CLAIMS};
@@ -99,6 +100,7 @@ pub fn render_ab(
         runs.iter().filter(|(v, _)| v.role == Role::Sweep).collect();
     write_setup(&mut md, runs, first, levels, cmdline);
     write_side_by_side(&mut md, &main, levels);
+    md.push_str(&ab_rounds::render(&ab_rounds::combine(runs, levels)));
     write_internal(&mut md, &main, levels);
     write_claims(&mut md, &main);
     write_soaks(&mut md, &main);
@@ -124,6 +126,25 @@ fn report_times(runs: &[(Variant, Report)]) -> String {
     }
 }
 
+/// The settings compared: `--unlimited` against the capped defaults, or the named ones.
+fn title(runs: &[(Variant, Report)]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for (v, _) in runs.iter().filter(|(v, _)| v.round.is_some()) {
+        if !names.contains(&v.setting_name.as_str()) {
+            names.push(&v.setting_name);
+        }
+    }
+    if names == ["unlimited", "capped"] {
+        "enygma-server `--unlimited` vs capped defaults".to_string()
+    } else {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(" vs ")
+    }
+}
+
 /// The machine, the schedule, how to reproduce the run, and the variants' commands.
 fn write_setup(
     md: &mut String,
@@ -134,10 +155,7 @@ fn write_setup(
 ) {
     let m = &first.machine;
     let s = &first.settings;
-    let _ = writeln!(
-        md,
-        "# A/B load test: enygma-server `--unlimited` vs capped defaults\n"
-    );
+    let _ = writeln!(md, "# A/B load test: {}\n", title(runs));
     let _ = writeln!(
         md,
         "- Machine: {} ({} cores, {} logical CPUs{})\n- Reports written: {}\n- Endpoint: `{}`, {} request bodies ({} distinct)\n- Schedule: levels {:?}, {} s each after a {} s warm-up{}{}",
@@ -214,11 +232,18 @@ fn side_by_side_header(main: &[&(Variant, Report)], has_ref: bool) -> String {
     );
     header.push_str(" Errors |");
     align.push_str("---|");
-    header.push_str(" Throughput capped/unlimited | p99 capped/unlimited |");
+    let name = |role: Role| {
+        main.iter()
+            .find(|(v, _)| v.role == role)
+            .map_or("–", |(v, _)| v.name.as_str())
+    };
+    let (a, b) = (name(Role::A), name(Role::B));
+    let _ = write!(header, " Throughput {b}/{a} | p99 {b}/{a} |");
     align.push_str("---:|---:|");
     if has_ref {
-        header.push_str(
-            " Throughput capped/reference | p99 capped/reference | Peak RSS capped/reference |",
+        let _ = write!(
+            header,
+            " Throughput {b}/reference | p99 {b}/reference | Peak RSS {b}/reference |"
         );
         align.push_str("---:|---:|---:|");
     }
@@ -501,6 +526,9 @@ struct AbSummary<'a> {
     command: &'a str,
     machine: &'a machine::Machine,
     variants: Vec<AbVariantSummary<'a>>,
+    /// Each setting level by level across the alternated rounds (with several).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rounds: Vec<SettingLevel>,
     best: Option<AbBest<'a>>,
 }
 
@@ -587,6 +615,7 @@ pub fn write(
                     .collect(),
             })
             .collect(),
+        rounds: ab_rounds::combine(runs, levels),
         best: best.as_ref().map(|(v, why)| AbBest {
             name: &v.name,
             flags: &v.flags,
@@ -609,6 +638,8 @@ mod tests {
     fn variant(name: &str, role: Role, setting: Option<(usize, usize)>) -> Variant {
         Variant {
             name: name.into(),
+            setting_name: name.into(),
+            round: (role == Role::A || role == Role::B).then_some(1),
             role,
             flags: setting.map_or(String::new(), |(m, t)| {
                 format!("--max-inflight {m} --prove-threads {t}")

@@ -17,8 +17,14 @@ pub enum Role {
 /// One server of the comparison and how it is started.
 #[derive(Debug, Clone, Serialize)]
 pub struct Variant {
-    /// Directory name and column header.
+    /// Directory name and column header: the setting's name, and its round when there are
+    /// several (`capped-2`).
     pub name: String,
+    /// The setting's name alone, the same in every round.
+    pub setting_name: String,
+    /// Which round of the alternated settings this run is (from 1); none for the reference
+    /// and the sweep, which run once.
+    pub round: Option<usize>,
     pub role: Role,
     /// Flags this variant adds to the server command.
     pub flags: String,

@@ -278,6 +278,45 @@ pub struct RunArgs {
     pub label: Option<String>,
 }
 
+/// `--variant NAME=FLAGS`: a server setting of the A/B runner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedVariant {
+    /// Its directory and column.
+    pub name: String,
+    pub flags: String,
+}
+
+fn named_variant(s: &str) -> Result<NamedVariant, String> {
+    let (name, flags) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=FLAGS (FLAGS may be empty)"))?;
+    let name = name.trim();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(format!(
+            "variant name {name:?}: letters, digits, '.', '_' and '-' only (it names a directory)"
+        ));
+    }
+    Ok(NamedVariant {
+        name: name.to_string(),
+        flags: flags.trim().to_string(),
+    })
+}
+
+impl AbArgs {
+    /// The sweep's settings: --sweep, else `1x2,2x1,4x1` for A and B and none for named ones.
+    pub fn sweep(&self) -> &str {
+        match &self.sweep {
+            Some(sweep) => sweep,
+            None if self.variants.is_empty() => "1x2,2x1,4x1",
+            None => "none",
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct AbArgs {
     #[command(flatten)]
@@ -304,10 +343,30 @@ pub struct AbArgs {
         allow_hyphen_values = true
     )]
     pub server_args: String,
+    /// A named server setting, `NAME=FLAGS`, repeatable: the named settings run instead of
+    /// `unlimited` and `capped`, each with its flags after --server-args (none: the defaults);
+    /// the first is the baseline of the ratios. E.g. `--variant default= --variant
+    /// '2x1-pre=--max-inflight 2 --prove-threads 1 --precompute transfer-k6'`.
+    #[arg(
+        long = "variant",
+        value_name = "NAME=FLAGS",
+        value_parser = named_variant,
+        allow_hyphen_values = true
+    )]
+    pub variants: Vec<NamedVariant>,
+    /// Run the settings (A and B, or the named ones) this many times, alternated A B A B ...,
+    /// so that each sees the same drift of the machine; ab.md then combines each level across
+    /// the rounds (median, least and most, and the ratios of the medians).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// Prime every server until the endpoint instance's precomputed MSM tables are resident:
+    /// --prime-until with `enygma_table_bytes` of the instance's statement and k.
+    #[arg(long, conflicts_with_all = ["prime_until", "mix"])]
+    pub prime_until_tables: bool,
     /// `--max-inflight x --prove-threads` settings to sweep after A and B, e.g. `1x2,2x1,4x1`,
-    /// or `none`.
-    #[arg(long, default_value = "1x2,2x1,4x1")]
-    pub sweep: String,
+    /// or `none` [default: 1x2,2x1,4x1; none with --variant].
+    #[arg(long)]
+    pub sweep: Option<String>,
     /// Extra arguments for the sweep variants only, after their `--max-inflight x
     /// --prove-threads`: e.g. `--precompute transfer-k6`, to hold the default (A and B, with
     /// --server-args only) against explicit settings with their best flags.
@@ -531,7 +590,7 @@ mod tests {
     fn parses_ab_and_plan() {
         let c = Cli::try_parse_from(["enygma-loadgen", "ab", "--requests", "r"]).unwrap();
         let Command::Ab(a) = c.command else { panic!() };
-        assert_eq!(a.sweep, "1x2,2x1,4x1");
+        assert_eq!(a.sweep(), "1x2,2x1,4x1");
         assert_eq!(a.server_cmd, "target/release/enygma-server");
         assert!(Cli::try_parse_from(["enygma-loadgen", "plan"]).is_err());
         let c = Cli::try_parse_from([

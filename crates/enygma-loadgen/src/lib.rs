@@ -35,6 +35,7 @@
 
 mod ab;
 mod ab_report;
+mod ab_rounds;
 mod ab_variant;
 mod caller_spec;
 mod callers;

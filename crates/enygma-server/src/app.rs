@@ -637,11 +637,7 @@ async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Respons
     if let Some(backend) = st.backend() {
         crate::metrics::render_key_info(&mut text, &backend.keys());
     }
-    (
-        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-        text,
-    )
-        .into_response()
+    ([(CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 /// The OpenAPI document ([`crate::openapi`]), built on the first request (off the runtime: it

@@ -1891,3 +1891,78 @@ async fn a_server_hosting_the_hidden_senders_transfer() {
     }
     server.stop();
 }
+
+/// The metric names a text reads: every `enygma_…` word that is not a Rust path.
+fn metric_names_in(text: &str) -> Vec<String> {
+    let is_name_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    let mut names = Vec::new();
+    for (at, _) in text.match_indices("enygma_") {
+        if text[..at].chars().next_back().is_some_and(is_name_char) {
+            continue;
+        }
+        let rest = &text[at..];
+        let end = rest.find(|c| !is_name_char(c)).unwrap_or(rest.len());
+        if !rest[end..].starts_with("::") {
+            names.push(rest[..end].to_string());
+        }
+    }
+    names
+}
+
+/// The metric names deploy/'s files read (alert rules and their tests, the dashboard, the KEDA
+/// triggers, the local acceptance scripts), with the file that reads each.
+fn metric_names_deploy_reads() -> std::collections::BTreeMap<String, PathBuf> {
+    let mut names = std::collections::BTreeMap::new();
+    let mut dirs = vec![repo_dir().join("deploy")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                // Installed npm packages are not the deployment's.
+                if !path.ends_with("node_modules") {
+                    dirs.push(path);
+                }
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                for name in metric_names_in(&text) {
+                    names.entry(name).or_insert_with(|| path.clone());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Every series deploy/ reads is on `/metrics` of a server that has just started and answered
+/// one request: its families are initialised at start, so no alert rule, dashboard panel or
+/// autoscaling trigger watches a name the server does not export (a rule on a missing series
+/// never fires).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_series_deploy_reads_is_on_metrics() {
+    let _serial = serial();
+    let read = metric_names_deploy_reads();
+    for name in [
+        "enygma_ready",
+        "enygma_shed_total",
+        "enygma_prove_seconds_bucket",
+    ] {
+        assert!(
+            read.contains_key(name),
+            "deploy/ no longer reads {name}: {read:?}"
+        );
+    }
+    let server = Server::start(&["--circuits", "transfer-k2"]).await;
+    // Refused before the prover, and counted.
+    assert_eq!(server.prove(2, b"{}").await.status, 400);
+    let text = server.metrics().await;
+    let exported: std::collections::BTreeSet<String> = enygma_formats::prometheus::parse(&text)
+        .into_iter()
+        .map(|sample| sample.name)
+        .collect();
+    let missing: Vec<String> = read
+        .iter()
+        .filter(|(name, _)| !exported.contains(*name))
+        .map(|(name, file)| format!("{name} (read by {})", file.display()))
+        .collect();
+    assert!(missing.is_empty(), "not on /metrics: {missing:?}\n{text}");
+    server.stop();
+}

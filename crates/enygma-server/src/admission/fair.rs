@@ -16,7 +16,6 @@
 //! the number of shares (and of metric labels) is bounded by the configuration.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -26,7 +25,7 @@ use tokio::sync::oneshot;
 use super::limiter::AdmitError;
 use super::service_time::ServiceTime;
 use crate::caller::Caller;
-use crate::metrics::{Metrics, QueueGauges, QueueKind};
+use crate::metrics::{CallerShare, Metrics, QueueGauges, QueueKind};
 
 /// The configuration of the shares.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -267,44 +266,21 @@ impl FairShares {
 
     /// The per-caller series (Prometheus text), one label value per configured caller.
     pub(crate) fn render(&self, out: &mut String) {
-        let st = self.0.lock();
-        for (name, kind, help, value) in [
-            (
-                "enygma_caller_queued",
-                "gauge",
-                "Proving requests of the caller waiting in its queue.",
-                (|s: &Share| s.queued as u64) as fn(&Share) -> u64,
-            ),
-            (
-                "enygma_caller_proofs_in_flight",
-                "gauge",
-                "Proofs of the caller in flight.",
-                |s: &Share| s.in_flight as u64,
-            ),
-            (
-                "enygma_caller_admitted_total",
-                "counter",
-                "Proving requests of the caller that got a slot.",
-                |s: &Share| s.admitted,
-            ),
-            (
-                "enygma_caller_shed_total",
-                "counter",
-                "Proving requests of the caller shed with 503 from its own share.",
-                |s: &Share| s.shed,
-            ),
-            (
-                "enygma_caller_weight",
-                "gauge",
-                "The caller's weight in the round robin.",
-                |s: &Share| s.weight as u64,
-            ),
-        ] {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for s in &st.shares {
-                let _ = writeln!(out, "{name}{{caller=\"{}\"}} {}", s.caller, value(s));
-            }
-        }
+        let shares = self
+            .0
+            .lock()
+            .shares
+            .iter()
+            .map(|s| CallerShare {
+                caller: s.caller.name().to_string(),
+                queued: s.queued,
+                in_flight: s.in_flight,
+                admitted: s.admitted,
+                shed: s.shed,
+                weight: s.weight,
+            })
+            .collect();
+        crate::metrics::render_caller_shares(out, shares);
     }
 }
 

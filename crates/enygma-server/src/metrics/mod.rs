@@ -1,0 +1,902 @@
+//! Prometheus metrics on prometheus-client, served in the text exposition format (version 0.0.4).
+//!
+//! The names, types and labels are an interface: deploy/'s alert rules, dashboards and KEDA
+//! triggers and the load generator read them, so they keep the names they have always had.
+//! Counters are registered without their `_total` (prometheus-client appends it) and the info
+//! series as `enygma_build` and `enygma_key` (it appends `_info`, and the 0.0.4 encoder types
+//! them `gauge`).
+//!
+//! Two kinds of series: the ones this type updates as the service runs live in a [`Registry`]
+//! of typed families ([`labels`] has their label sets); the ones read at scrape time (counters
+//! other parts of the service keep in atomics, gauges the handler samples) go through the
+//! collector API ([`scraped`]).
+//!
+//! Statements are labelled one way everywhere: `statement` is the statement's name
+//! (`transfer`, `ownership-721`) and `k` its size, `"none"` for a statement without sizes (or,
+//! on the request counter, a path whose k is not valid). The witness and prove histograms have
+//! one series per hosted instance: `enygma_prove_seconds{statement="transfer",k="6"}`. Label
+//! values are never taken from the request: a path with an unknown k is counted under
+//! `k="none"`, an unknown path under `route="other"`.
+
+mod labels;
+mod scraped;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use enygma_prover::statements::{self, Instance};
+use prometheus_client::encoding::prometheus_text;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
+use labels::{
+    AuthLabels, BuildLabels, BuildOutcome, InstanceLabels, KeyLabels, QueueLabels, RequestLabels,
+    TableBuildLabels, TableProofLabels, TableUse, K,
+};
+use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
+
+pub use scraped::CallerShare;
+
+/// The `Content-Type` of `/metrics`: the Prometheus text format, version 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+
+/// Upper bounds (seconds) of the queue-wait histogram buckets.
+const QUEUE_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+/// Upper bounds (seconds) of the witness and prove histogram buckets.
+const PROVE_BUCKETS: &[f64] = &[
+    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0,
+];
+
+/// Upper bounds (seconds) of the table build histogram buckets: a k = 6 transfer's build takes
+/// seconds on a quiet core and a minute or two at low priority beside busy proofs.
+const TABLE_BUILD_BUCKETS: &[f64] = &[
+    0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
+
+/// The two admission queues.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum QueueKind {
+    Prove = 0,
+    Verify = 1,
+}
+
+impl QueueKind {
+    pub const ALL: [QueueKind; 2] = [QueueKind::Prove, QueueKind::Verify];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            QueueKind::Prove => "prove",
+            QueueKind::Verify => "verify",
+        }
+    }
+}
+
+/// Per-queue counters.
+#[derive(Debug, Default)]
+pub struct QueueCounters {
+    pub shed: AtomicU64,
+    pub timeouts: AtomicU64,
+    pub abandoned: AtomicU64,
+}
+
+/// Gauges sampled from the admission controllers at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct QueueGauges {
+    pub queued: usize,
+    pub queue_capacity: usize,
+    /// 0 when unlimited.
+    pub max_inflight: usize,
+    /// The running estimate of one job's slot time, when the queue sheds by expected wait.
+    pub service_time: Option<Duration>,
+}
+
+/// Who was refused by the bearer-token check.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AuthScope {
+    /// The proving and verifying routes (`--auth-token-file`).
+    Api = 0,
+    /// `/metrics` (`--metrics-token-file`).
+    Metrics = 1,
+}
+
+impl AuthScope {
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthScope::Api => "api",
+            AuthScope::Metrics => "metrics",
+        }
+    }
+}
+
+/// Why the bearer-token check refused a request.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AuthFailure {
+    /// No `Authorization: Bearer` header.
+    Missing = 0,
+    /// A token that is not in the token file.
+    Invalid = 1,
+}
+
+impl AuthFailure {
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthFailure::Missing => "missing",
+            AuthFailure::Invalid => "invalid",
+        }
+    }
+}
+
+/// Connection-level counters (see `crate::transport`), which the transport updates itself.
+#[derive(Debug, Default)]
+pub struct ConnectionCounters {
+    pub accepted: AtomicU64,
+    pub open: AtomicU64,
+    /// Closed for sending no complete request head in time (TLS handshake, first bytes, headers,
+    /// or an idle keep-alive / HTTP/2 connection).
+    pub timed_out: AtomicU64,
+    pub tls_handshake_failures: AtomicU64,
+    pub tls_reloads_ok: AtomicU64,
+    pub tls_reloads_failed: AtomicU64,
+    /// Open connections on which no request has passed authentication yet (gauge).
+    pub unauthenticated: AtomicU64,
+    /// Closed right after `accept`: their address held `--max-connections-per-ip` already.
+    pub refused_per_ip: AtomicU64,
+    /// Times the accept loop waited for a free slot (`--max-connections`).
+    pub waits_for_slot: AtomicU64,
+    /// Times it waited for a free unauthenticated slot (`--max-unauthenticated-connections`).
+    pub waits_for_unauthenticated: AtomicU64,
+    /// Closed gracefully for their age (`--max-connection-age`).
+    pub aged_out: AtomicU64,
+    /// Unauthenticated connections closed for a newcomer (the budget was full).
+    pub evicted: AtomicU64,
+    /// Closed for not authenticating within `--unauthenticated-timeout`.
+    pub unauthenticated_timed_out: AtomicU64,
+    /// Closed after their allowance of malformed requests was spent.
+    pub closed_malformed: AtomicU64,
+    /// Closed after a failed authentication.
+    pub closed_auth_failure: AtomicU64,
+    /// Closed after a probe, never having authenticated while credentials are required.
+    pub closed_unauthenticated_probe: AtomicU64,
+    /// Connections from a trusted proxy without a valid PROXY header.
+    pub proxy_header_failures: AtomicU64,
+    /// Closed because a reloaded `--client-crl` revokes their client certificate.
+    pub closed_revoked: AtomicU64,
+}
+
+/// Histograms by a label set: the family builds each new series with its own buckets.
+type Histograms<L> = Family<L, Histogram>;
+
+/// A gauge of a count or a size.
+type Amount = Gauge<u64, AtomicU64>;
+
+/// Everything the service counts.
+pub struct Metrics {
+    /// The families below and the collectors over the atomics of the queues and connections.
+    registry: Registry,
+    /// The statement instances this server hosts: the only ones with proof and table series.
+    hosted: Vec<Instance>,
+    requests: Family<RequestLabels, Counter>,
+    queue: Arc<AdmissionCounters>,
+    queue_wait: Histograms<QueueLabels>,
+    witness_seconds: Histograms<InstanceLabels>,
+    prove_seconds: Histograms<InstanceLabels>,
+    proofs_started: Counter,
+    proofs_in_flight: Amount,
+    proofs_in_flight_peak: Amount,
+    proofs_discarded: Counter,
+    proof_panics: Counter,
+    /// Proving requests refused because the request checks' pool and queue were full.
+    checks_refused: Counter,
+    /// Failed authentications answered 429: their address had spent its allowance.
+    auth_failures_limited: Counter,
+    auth_rejected: Family<AuthLabels, Counter>,
+    pub connections: Arc<ConnectionCounters>,
+    tables: TableFamilies,
+}
+
+/// The precomputed MSM tables of the hosted instances ([`crate::tables`]).
+struct TableFamilies {
+    /// `--table-memory`, resolved.
+    budget: Amount,
+    /// Resident now (pinned ones included).
+    bytes: Family<InstanceLabels, Amount>,
+    /// Proofs with tables, and without.
+    proofs: Family<TableProofLabels, Counter>,
+    builds_started: Family<InstanceLabels, Counter>,
+    builds_finished: Family<TableBuildLabels, Counter>,
+    build_seconds: Histograms<InstanceLabels>,
+    evictions: Family<InstanceLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Metrics of a server that hosts every statement instance.
+    pub fn new() -> Self {
+        Self::for_instances(&statements::instances().collect::<Vec<_>>())
+    }
+
+    /// Metrics of a server that hosts `hosted`: their series start at zero, so that a dashboard
+    /// shows every instance before its first proof.
+    pub fn for_instances(hosted: &[Instance]) -> Self {
+        let metrics = Metrics {
+            registry: Registry::default(),
+            hosted: hosted.to_vec(),
+            requests: Family::default(),
+            queue: Arc::default(),
+            queue_wait: Family::new_with_constructor(|| {
+                Histogram::new(QUEUE_BUCKETS.iter().copied())
+            }),
+            witness_seconds: Family::new_with_constructor(|| {
+                Histogram::new(PROVE_BUCKETS.iter().copied())
+            }),
+            prove_seconds: Family::new_with_constructor(|| {
+                Histogram::new(PROVE_BUCKETS.iter().copied())
+            }),
+            proofs_started: Counter::default(),
+            proofs_in_flight: Amount::default(),
+            proofs_in_flight_peak: Amount::default(),
+            proofs_discarded: Counter::default(),
+            proof_panics: Counter::default(),
+            checks_refused: Counter::default(),
+            auth_failures_limited: Counter::default(),
+            auth_rejected: Family::default(),
+            connections: Arc::default(),
+            tables: TableFamilies {
+                budget: Amount::default(),
+                bytes: Family::default(),
+                proofs: Family::default(),
+                builds_started: Family::default(),
+                builds_finished: Family::default(),
+                build_seconds: Family::new_with_constructor(|| {
+                    Histogram::new(TABLE_BUILD_BUCKETS.iter().copied())
+                }),
+                evictions: Family::default(),
+            },
+        };
+        metrics.initialise_series();
+        metrics.register()
+    }
+
+    /// Creates every series whose label values are known up front (the handles are shared,
+    /// so dropping them keeps the series).
+    fn initialise_series(&self) {
+        for queue in QueueKind::ALL {
+            self.queue_wait.get_or_create_owned(&QueueLabels { queue });
+        }
+        for scope in [AuthScope::Api, AuthScope::Metrics] {
+            for reason in [AuthFailure::Missing, AuthFailure::Invalid] {
+                self.auth_rejected
+                    .get_or_create_owned(&AuthLabels { scope, reason });
+            }
+        }
+        for &instance in &self.hosted {
+            let labels = InstanceLabels::from(instance);
+            self.witness_seconds.get_or_create_owned(&labels);
+            self.prove_seconds.get_or_create_owned(&labels);
+            let t = &self.tables;
+            t.bytes.get_or_create_owned(&labels);
+            t.evictions.get_or_create_owned(&labels);
+            t.builds_started.get_or_create_owned(&labels);
+            for tables in [TableUse::Hit, TableUse::Miss] {
+                t.proofs.get_or_create_owned(&TableProofLabels {
+                    instance: labels.clone(),
+                    tables,
+                });
+            }
+            for outcome in [BuildOutcome::Built, BuildOutcome::Failed] {
+                t.builds_finished.get_or_create_owned(&TableBuildLabels {
+                    instance: labels.clone(),
+                    outcome,
+                });
+            }
+            t.build_seconds.get_or_create_owned(&labels);
+        }
+    }
+
+    /// Registers the families above and the collectors over the atomics of the queues and
+    /// connections. The help texts have no final period: the registry adds it.
+    fn register(mut self) -> Self {
+        let r = &mut self.registry;
+        r.register(
+            "enygma_build",
+            "1, labelled with the version and the git commit the server was built from",
+            Info::new(BuildLabels {
+                version: enygma_build_info::VERSION,
+                commit: enygma_build_info::COMMIT,
+            }),
+        );
+        r.register(
+            "enygma_http_requests",
+            "Finished HTTP requests by route, k and status (499: the client went away first)",
+            self.requests.clone(),
+        );
+        r.register(
+            "enygma_proofs_in_flight",
+            "Proofs running on the prove pools now",
+            self.proofs_in_flight.clone(),
+        );
+        r.register(
+            "enygma_proofs_in_flight_peak",
+            "Most proofs ever running at once since start",
+            self.proofs_in_flight_peak.clone(),
+        );
+        r.register(
+            "enygma_proofs_started",
+            "Proofs started on the prove pools",
+            self.proofs_started.clone(),
+        );
+        r.register(
+            "enygma_proofs_discarded",
+            "Proofs that finished after their client had disconnected",
+            self.proofs_discarded.clone(),
+        );
+        r.register(
+            "enygma_proof_panics",
+            "Proofs whose prover panicked (answered 500)",
+            self.proof_panics.clone(),
+        );
+        r.register_collector(Box::new(self.queue.clone()));
+        r.register(
+            "enygma_queue_wait_seconds",
+            "Time from admission to a free slot",
+            self.queue_wait.clone(),
+        );
+        r.register(
+            "enygma_witness_seconds",
+            "Witness synthesis time by statement and k (\"none\" for a statement without sizes)",
+            self.witness_seconds.clone(),
+        );
+        r.register(
+            "enygma_prove_seconds",
+            "Groth16 prove time (after the witness) by statement and k (\"none\" for a statement without sizes)",
+            self.prove_seconds.clone(),
+        );
+        let t = &self.tables;
+        r.register(
+            "enygma_table_memory_budget_bytes",
+            "Memory the precomputed MSM tables may take (--table-memory, pinned ones included; 0: no automatic tables)",
+            t.budget.clone(),
+        );
+        r.register(
+            "enygma_table_bytes",
+            "Bytes of precomputed MSM tables resident per instance (built at start or for traffic)",
+            t.bytes.clone(),
+        );
+        r.register(
+            "enygma_table_evictions",
+            "Precomputed MSM tables evicted (least recently proved) to make room for another instance's",
+            t.evictions.clone(),
+        );
+        r.register(
+            "enygma_table_builds_started",
+            "Background builds of precomputed MSM tables started",
+            t.builds_started.clone(),
+        );
+        r.register(
+            "enygma_table_proofs",
+            "Proofs by instance, with precomputed MSM tables (tables=\"hit\") or without (\"miss\")",
+            t.proofs.clone(),
+        );
+        r.register(
+            "enygma_table_builds_finished",
+            "Background builds of precomputed MSM tables finished, by outcome (built, failed: the instance proves without)",
+            t.builds_finished.clone(),
+        );
+        r.register(
+            "enygma_table_build_seconds",
+            "Time of each background build of precomputed MSM tables (one thread at low priority)",
+            t.build_seconds.clone(),
+        );
+        r.register(
+            "enygma_check_refused",
+            "Proving requests refused with 503 before their checks: the check pool and its queue were full",
+            self.checks_refused.clone(),
+        );
+        r.register_collector(Box::new(self.connections.clone()));
+        r.register(
+            "enygma_auth_rejected",
+            "Requests answered 401 by scope (api, metrics) and reason (missing, invalid token)",
+            self.auth_rejected.clone(),
+        );
+        r.register(
+            "enygma_auth_failures_limited",
+            "Failed authentications answered 429 instead of 401: their client address had spent its allowance (--auth-failure-burst)",
+            self.auth_failures_limited.clone(),
+        );
+        self
+    }
+
+    /// The label set of `instance`'s series, if this server hosts it (others are not counted).
+    fn hosted(&self, instance: Instance) -> Option<InstanceLabels> {
+        self.hosted
+            .contains(&instance)
+            .then(|| InstanceLabels::from(instance))
+    }
+
+    /// The memory budget of the automatic tables.
+    pub fn table_budget(&self, bytes: u64) {
+        self.tables.budget.set(bytes);
+    }
+
+    /// A proof of `instance` ended, with its tables (`hit`) or without.
+    pub fn table_proof(&self, instance: Instance, hit: bool) {
+        if let Some(instance) = self.hosted(instance) {
+            let tables = if hit { TableUse::Hit } else { TableUse::Miss };
+            self.tables
+                .proofs
+                .get_or_create(&TableProofLabels { instance, tables })
+                .inc();
+        }
+    }
+
+    pub fn table_build_started(&self, instance: Instance) {
+        if let Some(labels) = self.hosted(instance) {
+            self.tables.builds_started.get_or_create(&labels).inc();
+        }
+    }
+
+    /// A build of `instance`'s tables ended after `took`: built, or failed.
+    pub fn table_build_finished(&self, instance: Instance, took: Duration, built: bool) {
+        if let Some(labels) = self.hosted(instance) {
+            let t = &self.tables;
+            t.build_seconds
+                .get_or_create(&labels)
+                .observe(took.as_secs_f64());
+            let outcome = if built {
+                BuildOutcome::Built
+            } else {
+                BuildOutcome::Failed
+            };
+            t.builds_finished
+                .get_or_create(&TableBuildLabels {
+                    instance: labels,
+                    outcome,
+                })
+                .inc();
+        }
+    }
+
+    /// The tables of `instance` now hold `bytes`.
+    pub fn table_bytes(&self, instance: Instance, bytes: u64) {
+        if let Some(labels) = self.hosted(instance) {
+            self.tables.bytes.get_or_create(&labels).set(bytes);
+        }
+    }
+
+    /// The tables of `instance` were evicted.
+    pub fn table_evicted(&self, instance: Instance) {
+        if let Some(labels) = self.hosted(instance) {
+            self.tables.evictions.get_or_create(&labels).inc();
+            self.tables.bytes.get_or_create(&labels).set(0);
+        }
+    }
+
+    /// Counts a request refused with 401.
+    pub fn auth_rejected(&self, scope: AuthScope, why: AuthFailure) {
+        self.auth_rejected
+            .get_or_create(&AuthLabels { scope, reason: why })
+            .inc();
+    }
+
+    /// Counts a finished request. `route` and `k` must come from closed sets (a route
+    /// template, a k of the route's statement).
+    pub fn request(&self, route: &'static str, k: Option<usize>, status: u16) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                k: K(k),
+                status,
+            })
+            .inc();
+    }
+
+    pub fn queue(&self, kind: QueueKind) -> &QueueCounters {
+        &self.queue.0[kind as usize]
+    }
+
+    pub fn observe_queue_wait(&self, kind: QueueKind, d: Duration) {
+        self.queue_wait
+            .get_or_create(&QueueLabels { queue: kind })
+            .observe(d.as_secs_f64());
+    }
+
+    /// A failed authentication answered 429 ([`crate::bad_requests`]).
+    pub fn auth_failure_limited(&self) {
+        self.auth_failures_limited.inc();
+    }
+
+    /// A proving request refused before its checks: their pool and queue were full.
+    pub fn check_refused(&self) {
+        self.checks_refused.inc();
+    }
+
+    /// Records a proof of a hosted instance (others are not counted).
+    pub fn observe_proof(&self, instance: Instance, witness: Duration, prove: Duration) {
+        if let Some(labels) = self.hosted(instance) {
+            self.witness_seconds
+                .get_or_create(&labels)
+                .observe(witness.as_secs_f64());
+            self.prove_seconds
+                .get_or_create(&labels)
+                .observe(prove.as_secs_f64());
+        }
+    }
+
+    /// A proof starts running on a prove pool.
+    pub fn proof_started(&self) {
+        self.proofs_started.inc();
+        // Sequentially consistent, unlike the gauge's own methods: the peak must never miss
+        // a moment when more proofs ran at once.
+        let now = self.proofs_in_flight.inner().fetch_add(1, Ordering::SeqCst) + 1;
+        self.proofs_in_flight_peak
+            .inner()
+            .fetch_max(now, Ordering::SeqCst);
+    }
+
+    /// A proof stopped running (finished, failed or panicked).
+    pub fn proof_finished(&self) {
+        self.proofs_in_flight.inner().fetch_sub(1, Ordering::SeqCst);
+    }
+
+    pub fn proof_panicked(&self) {
+        self.proof_panics.inc();
+    }
+
+    /// A proof finished after its client had gone.
+    pub fn proof_discarded(&self) {
+        self.proofs_discarded.inc();
+    }
+
+    pub fn proofs_started(&self) -> u64 {
+        self.proofs_started.get()
+    }
+
+    pub fn proofs_in_flight(&self) -> u64 {
+        self.proofs_in_flight.inner().load(Ordering::SeqCst)
+    }
+
+    /// Renders every series in the Prometheus text format, with the gauges the handler sampled
+    /// for this scrape. The names and labels are an interface: deploy/'s alert rules and
+    /// dashboards use them.
+    pub fn render(
+        &self,
+        ready: bool,
+        draining: bool,
+        prove: QueueGauges,
+        verify: QueueGauges,
+        check_pending: usize,
+    ) -> String {
+        let mut out = String::with_capacity(32 * 1024);
+        encode(&mut out, &self.registry);
+        let mut sampled = Registry::default();
+        sampled.register_collector(Box::new(ServiceState {
+            ready,
+            draining,
+            queues: [(QueueKind::Prove, prove), (QueueKind::Verify, verify)],
+            check_pending,
+        }));
+        encode(&mut out, &sampled);
+        out
+    }
+}
+
+/// Appends `registry`'s series to `out`. The 0.0.4 format has no `# EOF`, so the pieces of one
+/// scrape (this type's series, the fair shares', the keys') can follow one another.
+fn encode(out: &mut String, registry: &Registry) {
+    // Writing to a String cannot fail, and the encoder refuses nothing but native-only
+    // histograms, which this service has none of.
+    prometheus_text::encode(out, registry).expect("encoding metrics into a String");
+}
+
+/// Appends the per-caller series of fair shares, one label value per configured caller.
+pub fn render_caller_shares(out: &mut String, shares: Vec<CallerShare>) {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(CallerShares(shares)));
+    encode(out, &registry);
+}
+
+/// Appends `enygma_key_info`: one series per loaded key, saying where its toxic waste went (the
+/// alert on production deployments that run other than ceremony keys reads it).
+pub fn render_key_info(out: &mut String, keys: &[(Instance, enygma_prover::keys::KeyRecord)]) {
+    let keys = keys
+        .iter()
+        .map(|(instance, record)| KeyLabels {
+            instance: InstanceLabels::from(*instance),
+            origin: record.origin.kind(),
+            reduction: record.reduction.name(),
+        })
+        .collect();
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(KeyInfo(keys)));
+    encode(out, &registry);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn exports_the_build_version_and_commit() {
+        let text = Metrics::new().render(
+            false,
+            false,
+            QueueGauges::default(),
+            QueueGauges::default(),
+            0,
+        );
+        let line = format!(
+            "enygma_build_info{{version=\"{}\",commit=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION"),
+            enygma_build_info::COMMIT
+        );
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+        assert!(text.contains("# TYPE enygma_build_info gauge"));
+    }
+
+    #[test]
+    fn renders_prometheus_text() {
+        let m = Metrics::new();
+        m.request("generateProofTransfer", Some(6), 200);
+        m.request("generateProofTransfer", None, 400);
+        m.observe_queue_wait(QueueKind::Prove, Duration::from_millis(3));
+        let transfer6 = statements::instance("transfer", Some(6)).unwrap();
+        let deposit2 = statements::instance("deposit", Some(2)).unwrap();
+        m.observe_proof(
+            transfer6,
+            Duration::from_millis(40),
+            Duration::from_millis(600),
+        );
+        m.proof_started();
+        m.proof_started();
+        m.proof_finished();
+        m.queue(QueueKind::Prove)
+            .shed
+            .fetch_add(5, Ordering::Relaxed);
+        m.auth_rejected(AuthScope::Metrics, AuthFailure::Invalid);
+        let text = m.render(
+            true,
+            false,
+            QueueGauges {
+                queued: 2,
+                queue_capacity: 8,
+                max_inflight: 2,
+                service_time: Some(Duration::from_millis(350)),
+            },
+            QueueGauges::default(),
+            0,
+        );
+        for line in [
+            "enygma_ready 1",
+            "enygma_http_requests_total{route=\"generateProofTransfer\",k=\"6\",status=\"200\"} 1",
+            "enygma_http_requests_total{route=\"generateProofTransfer\",k=\"none\",status=\"400\"} 1",
+            "enygma_proofs_in_flight 1",
+            "enygma_proofs_in_flight_peak 2",
+            "enygma_queue_depth{queue=\"prove\"} 2",
+            "enygma_shed_total{queue=\"prove\"} 5",
+            "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.005\"} 1",
+            "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.001\"} 0",
+            "enygma_prove_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"1\"} 1",
+            "enygma_prove_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"+Inf\"} 1",
+            "enygma_prove_seconds_count{statement=\"transfer\",k=\"6\"} 1",
+            "enygma_witness_seconds_count{statement=\"transfer\",k=\"6\"} 1",
+            // The statements are no longer mixed: a deposit of the same k has its own series.
+            "enygma_prove_seconds_count{statement=\"deposit\",k=\"6\"} 0",
+            "enygma_service_time_estimate_seconds{queue=\"prove\"} 0.35",
+            "enygma_auth_rejected_total{scope=\"metrics\",reason=\"invalid\"} 1",
+            "enygma_auth_rejected_total{scope=\"api\",reason=\"missing\"} 0",
+            "enygma_connections_open 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+        // Every sample line is `name{labels} value` or `name value`.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let value = l.rsplit(' ').next().unwrap();
+            assert!(value.parse::<f64>().is_ok(), "bad sample {l:?}");
+        }
+        // A server hosting one instance renders that one's histograms only.
+        let one = Metrics::for_instances(&[deposit2]);
+        one.observe_proof(
+            transfer6,
+            Duration::from_millis(1),
+            Duration::from_millis(2),
+        );
+        let text = one.render(
+            true,
+            false,
+            QueueGauges::default(),
+            QueueGauges::default(),
+            0,
+        );
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("enygma_prove_seconds_count"))
+            .collect();
+        assert_eq!(
+            series,
+            ["enygma_prove_seconds_count{statement=\"deposit\",k=\"2\"} 0"]
+        );
+    }
+
+    /// Every family `/metrics` has, with its type: the interface deploy/'s rules, dashboards and
+    /// triggers and the load generator read. A rename here is a breaking change for them.
+    const FAMILIES: &[(&str, &str)] = &[
+        ("enygma_abandoned_total", "counter"),
+        ("enygma_auth_failures_limited_total", "counter"),
+        ("enygma_auth_rejected_total", "counter"),
+        ("enygma_build_info", "gauge"),
+        ("enygma_caller_admitted_total", "counter"),
+        ("enygma_caller_proofs_in_flight", "gauge"),
+        ("enygma_caller_queued", "gauge"),
+        ("enygma_caller_shed_total", "counter"),
+        ("enygma_caller_weight", "gauge"),
+        ("enygma_check_pending", "gauge"),
+        ("enygma_check_refused_total", "counter"),
+        ("enygma_connection_waits_total", "counter"),
+        ("enygma_connections_accepted_total", "counter"),
+        ("enygma_connections_aged_out_total", "counter"),
+        ("enygma_connections_closed_total", "counter"),
+        ("enygma_connections_open", "gauge"),
+        ("enygma_connections_refused_total", "counter"),
+        ("enygma_connections_timed_out_total", "counter"),
+        ("enygma_connections_unauthenticated", "gauge"),
+        ("enygma_draining", "gauge"),
+        ("enygma_http_requests_total", "counter"),
+        ("enygma_key_info", "gauge"),
+        ("enygma_max_inflight", "gauge"),
+        ("enygma_proof_panics_total", "counter"),
+        ("enygma_proofs_discarded_total", "counter"),
+        ("enygma_proofs_in_flight", "gauge"),
+        ("enygma_proofs_in_flight_peak", "gauge"),
+        ("enygma_proofs_started_total", "counter"),
+        ("enygma_prove_seconds", "histogram"),
+        ("enygma_queue_capacity", "gauge"),
+        ("enygma_queue_depth", "gauge"),
+        ("enygma_queue_timeouts_total", "counter"),
+        ("enygma_queue_wait_seconds", "histogram"),
+        ("enygma_ready", "gauge"),
+        ("enygma_service_time_estimate_seconds", "gauge"),
+        ("enygma_shed_total", "counter"),
+        ("enygma_table_build_seconds", "histogram"),
+        ("enygma_table_builds_finished_total", "counter"),
+        ("enygma_table_builds_started_total", "counter"),
+        ("enygma_table_bytes", "gauge"),
+        ("enygma_table_evictions_total", "counter"),
+        ("enygma_table_memory_budget_bytes", "gauge"),
+        ("enygma_table_proofs_total", "counter"),
+        ("enygma_tls_handshake_failures_total", "counter"),
+        ("enygma_tls_reloads_total", "counter"),
+        ("enygma_witness_seconds", "histogram"),
+    ];
+
+    /// The whole page the `/metrics` handler serves, before any event: one hosted instance, a
+    /// queue that sheds by expected wait, a caller, a key.
+    fn page_of_a_fresh_server() -> String {
+        let transfer6 = statements::instance("transfer", Some(6)).unwrap();
+        let m = Metrics::for_instances(&[transfer6]);
+        m.request("/healthcheck", None, 200);
+        let mut text = m.render(
+            true,
+            false,
+            QueueGauges {
+                service_time: Some(Duration::from_millis(350)),
+                ..QueueGauges::default()
+            },
+            QueueGauges::default(),
+            0,
+        );
+        render_caller_shares(
+            &mut text,
+            vec![CallerShare {
+                caller: "anonymous".to_string(),
+                queued: 0,
+                in_flight: 0,
+                admitted: 0,
+                shed: 0,
+                weight: 1,
+            }],
+        );
+        render_key_info(
+            &mut text,
+            &[(transfer6, enygma_prover::keys::KeyRecord::DEVELOPMENT)],
+        );
+        text
+    }
+
+    #[test]
+    fn every_family_keeps_its_name_and_type() {
+        let text = page_of_a_fresh_server();
+        let mut families: Vec<(&str, &str)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| l.split_once(' ').unwrap())
+            .collect();
+        families.sort();
+        assert_eq!(families, FAMILIES, "{text}");
+        // Each family has its HELP, in the wording written here (the registry adds the final
+        // period of the registered ones; a doubled one would mean both did).
+        for (name, _) in FAMILIES {
+            let help = format!("# HELP {name} ");
+            let line = text.lines().find(|l| l.starts_with(&help));
+            let line = line.unwrap_or_else(|| panic!("no HELP for {name}"));
+            assert!(line.ends_with('.') && !line.ends_with(".."), "{line}");
+        }
+    }
+
+    #[test]
+    fn samples_are_named_as_their_family_in_the_0_0_4_format() {
+        let text = page_of_a_fresh_server();
+        let types: BTreeMap<&str, &str> = FAMILIES.iter().copied().collect();
+        for sample in enygma_formats::prometheus::parse(&text) {
+            let name = sample.name.as_str();
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|suffix| {
+                    let family = name.strip_suffix(suffix)?;
+                    (types.get(family) == Some(&"histogram")).then_some(family)
+                })
+                .unwrap_or(name);
+            assert!(types.contains_key(family), "{name} is in no family");
+        }
+        // Nothing of OpenMetrics: no `# EOF`, `# UNIT` or `_created` series.
+        assert!(!text.contains("# EOF") && !text.contains("# UNIT") && !text.contains("_created"));
+        // Bucket bounds are written as before: `le="1"`, not `le="1.0"`.
+        for le in ["0.001", "0.35", "1", "60", "+Inf"] {
+            let bucket = format!("enygma_queue_wait_seconds_bucket{{queue=\"prove\",le=\"{le}\"}}");
+            assert_eq!(text.contains(&bucket), le != "0.35", "{bucket} in\n{text}");
+        }
+        assert!(text.contains("enygma_service_time_estimate_seconds{queue=\"prove\"} 0.35"));
+        assert!(!text.contains("enygma_service_time_estimate_seconds{queue=\"verify\"}"));
+        assert!(text.contains(
+            "enygma_key_info{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\"} 1"
+        ));
+        assert!(text.contains("enygma_caller_weight{caller=\"anonymous\"} 1"));
+    }
+
+    #[test]
+    fn table_series_count_hosted_instances_only() {
+        let transfer6 = statements::instance("transfer", Some(6)).unwrap();
+        let deposit2 = statements::instance("deposit", Some(2)).unwrap();
+        let m = Metrics::for_instances(&[transfer6]);
+        m.table_budget(1 << 20);
+        for instance in [transfer6, deposit2] {
+            m.table_proof(instance, false);
+            m.table_proof(instance, true);
+            m.table_build_started(instance);
+            m.table_build_finished(instance, Duration::from_secs(3), true);
+            m.table_bytes(instance, 4096);
+        }
+        m.table_evicted(transfer6);
+        let text = m.render(false, false, Default::default(), Default::default(), 0);
+        for line in [
+            "enygma_table_memory_budget_bytes 1048576",
+            "enygma_table_proofs_total{statement=\"transfer\",k=\"6\",tables=\"hit\"} 1",
+            "enygma_table_proofs_total{statement=\"transfer\",k=\"6\",tables=\"miss\"} 1",
+            "enygma_table_builds_started_total{statement=\"transfer\",k=\"6\"} 1",
+            "enygma_table_builds_finished_total{statement=\"transfer\",k=\"6\",outcome=\"built\"} 1",
+            "enygma_table_builds_finished_total{statement=\"transfer\",k=\"6\",outcome=\"failed\"} 0",
+            "enygma_table_build_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"5\"} 1",
+            "enygma_table_evictions_total{statement=\"transfer\",k=\"6\"} 1",
+            "enygma_table_bytes{statement=\"transfer\",k=\"6\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+        }
+        assert!(!text.contains("statement=\"deposit\""), "{text}");
+    }
+}
