@@ -9,8 +9,6 @@ use std::fmt::Write as _;
 use enygma_prover::statements::Instance;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 
-use super::{AuthFailure, AuthScope, QueueKind};
-
 /// Encodes a closed set's values with its `label()`: the series have always had snake_case
 /// values (`prove`, `per_ip`), which the derive would spell as the variants are (`Prove`).
 macro_rules! encode_with_label {
@@ -207,4 +205,58 @@ pub struct KeyLabels {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct CallerLabels {
     pub caller: String,
+}
+
+/// The two admission queues.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum QueueKind {
+    Prove = 0,
+    Verify = 1,
+}
+
+impl QueueKind {
+    pub const ALL: [QueueKind; 2] = [QueueKind::Prove, QueueKind::Verify];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            QueueKind::Prove => "prove",
+            QueueKind::Verify => "verify",
+        }
+    }
+}
+
+/// Who was refused by the bearer-token check.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AuthScope {
+    /// The proving and verifying routes (`--auth-token-file`).
+    Api = 0,
+    /// `/metrics` (`--metrics-token-file`).
+    Metrics = 1,
+}
+
+impl AuthScope {
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthScope::Api => "api",
+            AuthScope::Metrics => "metrics",
+        }
+    }
+}
+
+/// Why the bearer-token check refused a request.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AuthFailure {
+    /// No `Authorization: Bearer` header.
+    Missing = 0,
+    /// A token that is not in the token file.
+    Invalid = 1,
+}
+
+impl AuthFailure {
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthFailure::Missing => "missing",
+            AuthFailure::Invalid => "invalid",
+        }
+    }
 }

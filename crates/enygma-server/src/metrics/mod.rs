@@ -40,7 +40,8 @@ use labels::{
 };
 use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
 
-pub use scraped::CallerShare;
+pub use labels::{AuthFailure, AuthScope, QueueKind};
+pub use scraped::{CallerShare, ConnectionCounters, QueueCounters, QueueGauges};
 
 /// The `Content-Type` of `/metrics`: the Prometheus text format, version 0.0.4.
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
@@ -59,116 +60,6 @@ const PROVE_BUCKETS: &[f64] = &[
 const TABLE_BUILD_BUCKETS: &[f64] = &[
     0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
 ];
-
-/// The two admission queues.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum QueueKind {
-    Prove = 0,
-    Verify = 1,
-}
-
-impl QueueKind {
-    pub const ALL: [QueueKind; 2] = [QueueKind::Prove, QueueKind::Verify];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            QueueKind::Prove => "prove",
-            QueueKind::Verify => "verify",
-        }
-    }
-}
-
-/// Per-queue counters.
-#[derive(Debug, Default)]
-pub struct QueueCounters {
-    pub shed: AtomicU64,
-    pub timeouts: AtomicU64,
-    pub abandoned: AtomicU64,
-}
-
-/// Gauges sampled from the admission controllers at scrape time.
-#[derive(Clone, Debug, Default)]
-pub struct QueueGauges {
-    pub queued: usize,
-    pub queue_capacity: usize,
-    /// 0 when unlimited.
-    pub max_inflight: usize,
-    /// The running estimate of one job's slot time, when the queue sheds by expected wait.
-    pub service_time: Option<Duration>,
-}
-
-/// Who was refused by the bearer-token check.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum AuthScope {
-    /// The proving and verifying routes (`--auth-token-file`).
-    Api = 0,
-    /// `/metrics` (`--metrics-token-file`).
-    Metrics = 1,
-}
-
-impl AuthScope {
-    pub fn label(self) -> &'static str {
-        match self {
-            AuthScope::Api => "api",
-            AuthScope::Metrics => "metrics",
-        }
-    }
-}
-
-/// Why the bearer-token check refused a request.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum AuthFailure {
-    /// No `Authorization: Bearer` header.
-    Missing = 0,
-    /// A token that is not in the token file.
-    Invalid = 1,
-}
-
-impl AuthFailure {
-    pub fn label(self) -> &'static str {
-        match self {
-            AuthFailure::Missing => "missing",
-            AuthFailure::Invalid => "invalid",
-        }
-    }
-}
-
-/// Connection-level counters (see `crate::transport`), which the transport updates itself.
-#[derive(Debug, Default)]
-pub struct ConnectionCounters {
-    pub accepted: AtomicU64,
-    pub open: AtomicU64,
-    /// Closed for sending no complete request head in time (TLS handshake, first bytes, headers,
-    /// or an idle keep-alive / HTTP/2 connection).
-    pub timed_out: AtomicU64,
-    pub tls_handshake_failures: AtomicU64,
-    pub tls_reloads_ok: AtomicU64,
-    pub tls_reloads_failed: AtomicU64,
-    /// Open connections on which no request has passed authentication yet (gauge).
-    pub unauthenticated: AtomicU64,
-    /// Closed right after `accept`: their address held `--max-connections-per-ip` already.
-    pub refused_per_ip: AtomicU64,
-    /// Times the accept loop waited for a free slot (`--max-connections`).
-    pub waits_for_slot: AtomicU64,
-    /// Times it waited for a free unauthenticated slot (`--max-unauthenticated-connections`).
-    pub waits_for_unauthenticated: AtomicU64,
-    /// Closed gracefully for their age (`--max-connection-age`).
-    pub aged_out: AtomicU64,
-    /// Unauthenticated connections closed for a newcomer (the budget was full).
-    pub evicted: AtomicU64,
-    /// Closed for not authenticating within `--unauthenticated-timeout`.
-    pub unauthenticated_timed_out: AtomicU64,
-    /// Closed after their allowance of malformed requests was spent.
-    pub closed_malformed: AtomicU64,
-    /// Closed after a failed authentication.
-    pub closed_auth_failure: AtomicU64,
-    /// Closed after a probe, never having authenticated while credentials are required.
-    pub closed_unauthenticated_probe: AtomicU64,
-    /// Connections from a trusted proxy without a valid PROXY header.
-    pub proxy_header_failures: AtomicU64,
-    /// Closed because a reloaded `--client-crl` revokes their client certificate.
-    pub closed_revoked: AtomicU64,
-}
 
 /// Histograms by a label set: the family builds each new series with its own buckets.
 type Histograms<L> = Family<L, Histogram>;

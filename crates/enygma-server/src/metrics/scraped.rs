@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -12,10 +13,65 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 
 use super::labels::{
-    CallerLabels, CloseLabels, CloseReason, KeyLabels, QueueLabels, RefusalLabels, RefusalReason,
-    ReloadLabels, ReloadResult, WaitBudget, WaitLabels,
+    CallerLabels, CloseLabels, CloseReason, KeyLabels, QueueKind, QueueLabels, RefusalLabels,
+    RefusalReason, ReloadLabels, ReloadResult, WaitBudget, WaitLabels,
 };
-use super::{ConnectionCounters, QueueCounters, QueueGauges, QueueKind};
+
+/// Per-queue counters.
+#[derive(Debug, Default)]
+pub struct QueueCounters {
+    pub shed: AtomicU64,
+    pub timeouts: AtomicU64,
+    pub abandoned: AtomicU64,
+}
+
+/// Gauges sampled from the admission controllers at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct QueueGauges {
+    pub queued: usize,
+    pub queue_capacity: usize,
+    /// 0 when unlimited.
+    pub max_inflight: usize,
+    /// The running estimate of one job's slot time, when the queue sheds by expected wait.
+    pub service_time: Option<Duration>,
+}
+
+/// Connection-level counters (see `crate::transport`), which the transport updates itself.
+#[derive(Debug, Default)]
+pub struct ConnectionCounters {
+    pub accepted: AtomicU64,
+    pub open: AtomicU64,
+    /// Closed for sending no complete request head in time (TLS handshake, first bytes, headers,
+    /// or an idle keep-alive / HTTP/2 connection).
+    pub timed_out: AtomicU64,
+    pub tls_handshake_failures: AtomicU64,
+    pub tls_reloads_ok: AtomicU64,
+    pub tls_reloads_failed: AtomicU64,
+    /// Open connections on which no request has passed authentication yet (gauge).
+    pub unauthenticated: AtomicU64,
+    /// Closed right after `accept`: their address held `--max-connections-per-ip` already.
+    pub refused_per_ip: AtomicU64,
+    /// Times the accept loop waited for a free slot (`--max-connections`).
+    pub waits_for_slot: AtomicU64,
+    /// Times it waited for a free unauthenticated slot (`--max-unauthenticated-connections`).
+    pub waits_for_unauthenticated: AtomicU64,
+    /// Closed gracefully for their age (`--max-connection-age`).
+    pub aged_out: AtomicU64,
+    /// Unauthenticated connections closed for a newcomer (the budget was full).
+    pub evicted: AtomicU64,
+    /// Closed for not authenticating within `--unauthenticated-timeout`.
+    pub unauthenticated_timed_out: AtomicU64,
+    /// Closed after their allowance of malformed requests was spent.
+    pub closed_malformed: AtomicU64,
+    /// Closed after a failed authentication.
+    pub closed_auth_failure: AtomicU64,
+    /// Closed after a probe, never having authenticated while credentials are required.
+    pub closed_unauthenticated_probe: AtomicU64,
+    /// Connections from a trusted proxy without a valid PROXY header.
+    pub proxy_header_failures: AtomicU64,
+    /// Closed because a reloaded `--client-crl` revokes their client certificate.
+    pub closed_revoked: AtomicU64,
+}
 
 /// One family: its HELP and TYPE, then a sample per label set (none: the header alone).
 fn family<L, M>(
