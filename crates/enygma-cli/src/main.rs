@@ -104,9 +104,33 @@ enum Command {
         keys_dir: PathBuf,
         /// Build the instance's fixed-base MSM tables first and prove with them, as
         /// `enygma-server --precompute` does (the same proof, faster; the tables take seconds
-        /// to build and their size is logged).
+        /// to build and their size is logged), or read them from --cache-dir when kept there.
         #[arg(long)]
         precompute: bool,
+        /// Where matrices and MSM tables are kept between runs, as the server's --cache-dir;
+        /// `none`: nothing kept [default: KEYS_DIR/cache].
+        #[arg(long, env = "ENYGMA_CACHE_DIR", value_name = "DIR|none")]
+        cache_dir: Option<PathBuf>,
+    },
+    /// Derive the constraint matrices and the fixed-base MSM tables of the instances named and
+    /// keep them in the cache directory, where a server (or `prove`) with the same keys and
+    /// build reads them in a fraction of a second instead of deriving them: for a volume that
+    /// replicas share read-only, or an image, prepared once. What is already kept for the same
+    /// circuit and key is left as it is.
+    Cache {
+        /// Key stems or statement names, as the server's --circuits [default: every instance a
+        /// server hosts by default].
+        #[arg(long, value_name = "LIST")]
+        circuits: Option<String>,
+        #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
+        keys_dir: PathBuf,
+        /// [default: KEYS_DIR/cache]
+        #[arg(long, env = "ENYGMA_CACHE_DIR", value_name = "DIR")]
+        cache_dir: Option<PathBuf>,
+        /// Only the matrices, which depend on the circuits and not on the keys (no keys are
+        /// read): for an image built before its keys exist.
+        #[arg(long)]
+        matrices_only: bool,
     },
     /// Verify a response (a file, or -) against the verifying key of the statement instance
     /// given. Exits 0 only if valid.
@@ -271,7 +295,25 @@ fn run(cli: Cli) -> Result<()> {
             circuit,
             keys_dir,
             precompute,
-        } => prove(&input, &circuit, &keys_dir, precompute),
+            cache_dir,
+        } => {
+            let cache_dir = cache_dir_or_default(cache_dir, &keys_dir);
+            prove(&input, &circuit, &keys_dir, precompute, cache_dir)
+        }
+        Command::Cache {
+            circuits,
+            keys_dir,
+            cache_dir,
+            matrices_only,
+        } => {
+            let cache_dir = cache_dir.unwrap_or_else(|| keys_dir.join("cache"));
+            let instances = setup_instances(circuits.as_deref())?;
+            if matrices_only {
+                keep_matrices(&instances, &cache_dir)
+            } else {
+                fill_cache(&keys_dir, &instances, cache_dir)
+            }
+        }
         Command::Verify {
             input,
             circuit,
@@ -466,7 +508,74 @@ fn import_zkey(instance: Instance, zkey: &Path, keys_dir: &Path, force: bool) ->
 }
 
 /// `enygma prove`: the request is checked before any key is loaded.
-fn prove(input: &str, circuit: &CircuitArgs, keys_dir: &Path, precompute: bool) -> Result<()> {
+/// `--cache-dir` as the server reads it: KEYS_DIR/cache by default, none for `none`.
+fn cache_dir_or_default(cache_dir: Option<PathBuf>, keys_dir: &Path) -> Option<PathBuf> {
+    match cache_dir {
+        None => Some(keys_dir.join("cache")),
+        Some(dir) if dir.as_os_str() == "none" => None,
+        Some(dir) => Some(dir),
+    }
+}
+
+/// `enygma cache --matrices-only`: the matrices of `instances` kept in `cache_dir`, each read
+/// back to be sure.
+fn keep_matrices(instances: &[Instance], cache_dir: &Path) -> Result<()> {
+    for &instance in instances {
+        CircuitShape::load_or_build(instance, Some(cache_dir))?;
+        read_back_matrices(instance, cache_dir)?;
+        eprintln!("{instance}: matrices kept in {}", cache_dir.display());
+    }
+    Ok(())
+}
+
+fn read_back_matrices(instance: Instance, cache_dir: &Path) -> Result<()> {
+    use enygma_prover::{cache, groth16::R1cs, matrix::CompactMatrix};
+    let stem = instance.key_stem();
+    let path = cache::path(cache_dir, &stem, cache::Kind::Matrices);
+    cache::read::<R1cs<CompactMatrix>>(
+        &path,
+        cache::Kind::Matrices,
+        &cache::matrices_binding(&stem),
+    )
+    .with_context(|| format!("the matrices of {instance} in {}", path.display()))?;
+    Ok(())
+}
+
+/// `enygma cache`: the matrices and tables of `instances` kept in `cache_dir`, one instance in
+/// memory at a time (the tables of all of them take 2.6 GiB), each file read back to be sure.
+fn fill_cache(keys_dir: &Path, instances: &[Instance], cache_dir: PathBuf) -> Result<()> {
+    use enygma_prover::{cache, groth16::PrecomputedQueries};
+    for &instance in instances {
+        let prover = Prover::load_cached(
+            keys_dir,
+            &[instance],
+            keys::MissingKeys::Create,
+            Some(cache_dir.clone()),
+        )
+        .context("loading keys")?;
+        let bytes = prover.build_tables(instance)?;
+        let stem = instance.key_stem();
+        let key = prover.circuit(instance).expect("loaded above").key_sha256;
+        let tables = cache::path(&cache_dir, &stem, cache::Kind::Tables);
+        cache::read::<PrecomputedQueries>(&tables, cache::Kind::Tables, &key)
+            .with_context(|| format!("the tables of {instance} in {}", tables.display()))?;
+        read_back_matrices(instance, &cache_dir)?;
+        eprintln!(
+            "{instance}: matrices and {:.1} MiB of tables kept in {}",
+            bytes as f64 / f64::from(1 << 20),
+            cache_dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn prove(
+    input: &str,
+    circuit: &CircuitArgs,
+    keys_dir: &Path,
+    precompute: bool,
+    cache_dir: Option<PathBuf>,
+) -> Result<()> {
     let body = read_input(input)?;
     let instance = instance_of(
         &circuit.circuit,
@@ -474,7 +583,9 @@ fn prove(input: &str, circuit: &CircuitArgs, keys_dir: &Path, precompute: bool) 
         request_size(&circuit.circuit, &body),
     )?;
     let prepared = enygma_prover::prepare(instance, &body)?;
-    let mut prover = load_prover(keys_dir, &[instance])?;
+    let mut prover =
+        Prover::load_cached(keys_dir, &[instance], keys::MissingKeys::Create, cache_dir)
+            .context("loading keys")?;
     if precompute {
         prover.precompute(&[instance])?;
     }

@@ -19,6 +19,10 @@ use ark_ec::{
     AdditiveGroup, AffineRepr, CurveGroup, PrimeGroup,
 };
 use ark_ff::{BigInteger, PrimeField, Zero};
+use ark_serialize::{
+    CanonicalDeserialize, CanonicalSerialize, Compress, Read, SerializationError, Valid, Validate,
+    Write,
+};
 use rayon::prelude::*;
 
 use crate::curve::{Arithmetic, Curve, Scalar};
@@ -139,6 +143,73 @@ impl<P: Curve> PrecomputedBases<P> {
     /// The base `i` itself (the multiple for window 0).
     pub fn base(&self, i: usize) -> &Affine<P> {
         &self.table[i * self.windows]
+    }
+}
+
+/// A table is kept beside its proving key so that a restarted server need not rebuild it: the
+/// window width, the number of bases and the points (uncompressed; checked only with
+/// [`Validate::Yes`], since a file's owner checks its digest instead, which is far cheaper than
+/// putting two million points on the curve). The shape is always checked: a table whose length
+/// does not match its window width and bases is refused, never indexed out of bounds.
+impl<P: Curve> CanonicalSerialize for PrecomputedBases<P> {
+    fn serialize_with_mode<W: Write>(
+        &self,
+        mut writer: W,
+        compress: Compress,
+    ) -> Result<(), SerializationError> {
+        (self.c as u8).serialize_with_mode(&mut writer, compress)?;
+        (self.len as u64).serialize_with_mode(&mut writer, compress)?;
+        self.table.serialize_with_mode(&mut writer, compress)
+    }
+
+    fn serialized_size(&self, compress: Compress) -> usize {
+        1 + 8 + self.table.serialized_size(compress)
+    }
+}
+
+impl<P: Curve> Valid for PrecomputedBases<P> {
+    fn check(&self) -> Result<(), SerializationError> {
+        self.table.check()
+    }
+}
+
+impl<P: Curve> CanonicalDeserialize for PrecomputedBases<P> {
+    fn deserialize_with_mode<R: Read>(
+        mut reader: R,
+        compress: Compress,
+        validate: Validate,
+    ) -> Result<Self, SerializationError> {
+        let c = u8::deserialize_with_mode(&mut reader, compress, validate)? as usize;
+        let len = u64::deserialize_with_mode(&mut reader, compress, validate)?;
+        if !(2..=16).contains(&c) {
+            return Err(SerializationError::InvalidData);
+        }
+        let windows = FOLDED_BITS / c + 1;
+        let points = usize::try_from(len)
+            .ok()
+            .and_then(|len| len.checked_mul(windows))
+            .filter(|&points| points <= u32::MAX as usize)
+            .ok_or(SerializationError::InvalidData)?;
+        // The count is checked before anything is allocated, and the table allocated at its
+        // size: ark-serialize's `Vec` grows by doubling, which would leave up to half again as
+        // much memory unused for the life of the table.
+        if u64::deserialize_with_mode(&mut reader, compress, validate)? != points as u64 {
+            return Err(SerializationError::InvalidData);
+        }
+        let mut table = Vec::with_capacity(points);
+        for _ in 0..points {
+            table.push(Affine::<P>::deserialize_with_mode(
+                &mut reader,
+                compress,
+                validate,
+            )?);
+        }
+        Ok(Self {
+            c,
+            windows,
+            len: len as usize,
+            table,
+        })
     }
 }
 
@@ -264,6 +335,7 @@ mod tests {
         matches_msm_on_small_scalars_of_every_size,
         matches_msm_on_a_witness_like_mixture,
         table_holds_the_shifted_multiples,
+        tables_round_trip_through_their_file_form,
         identity_and_repeated_bases,
         lengths_differ,
     );
@@ -391,6 +463,47 @@ mod tests {
                     let shift = Fr::from(2u64).pow([(c * j) as u64]);
                     assert_eq!(table.table[i * windows + j], (*base * shift).into_affine());
                 }
+            }
+        }
+    }
+
+    /// The file form gives back the same table (identity bases included), and a file whose
+    /// shape does not add up is refused rather than indexed out of bounds.
+    fn tables_round_trip_through_their_file_form<P: Group>() {
+        let mut rng = ChaCha20Rng::seed_from_u64(27);
+        let mut bases = random_bases::<P>(40, &mut rng);
+        bases[3] = Affine::identity();
+        let scalars = random_scalars(40, &mut rng);
+        for c in [2, 16] {
+            let table = PrecomputedBases::with_window(&bases, c);
+            let mut bytes = Vec::new();
+            table.serialize_uncompressed(&mut bytes).unwrap();
+            assert_eq!(bytes.len(), table.uncompressed_size());
+            for validate in [Validate::Yes, Validate::No] {
+                let read = PrecomputedBases::<P>::deserialize_with_mode(
+                    bytes.as_slice(),
+                    Compress::No,
+                    validate,
+                )
+                .unwrap();
+                assert_eq!((read.len(), read.window_bits()), (40, c));
+                assert_eq!(read.table, table.table);
+                assert_eq!(
+                    read.memory_bytes(),
+                    table.memory_bytes(),
+                    "no spare capacity"
+                );
+                assert_eq!(msm_precomputed(&read, &scalars), msm(&bases, &scalars));
+            }
+            let mut wrong_width = bytes.clone();
+            wrong_width[0] = 17;
+            let mut wrong_count = bytes.clone();
+            wrong_count[1] = 41;
+            for broken in [wrong_width, wrong_count, bytes[..bytes.len() - 1].to_vec()] {
+                assert!(PrecomputedBases::<P>::deserialize_uncompressed_unchecked(
+                    broken.as_slice()
+                )
+                .is_err());
             }
         }
     }

@@ -35,7 +35,9 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut totals = [0usize; 5];
     for instance in statements::instances() {
-        let (pk, _) = load_proving_key(&KeyPaths::new(&dir, instance)).expect("proving key");
+        let pk = load_proving_key(&KeyPaths::new(&dir, instance))
+            .expect("proving key")
+            .key;
         let key = (pk.a_query.len() + pk.b_g1_query.len() + pk.h_query.len() + pk.l_query.len())
             * g1
             + pk.b_g2_query.len() * g2;

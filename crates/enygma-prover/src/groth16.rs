@@ -28,6 +28,7 @@ use ark_relations::gr1cs::{
     ConstraintSynthesizer, ConstraintSystem, Matrix, OptimizationGoal, SynthesisError,
     SynthesisMode, R1CS_PREDICATE_LABEL,
 };
+use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use enygma_circuit::Fr;
 use enygma_msm::{msm_precomputed, PrecomputedBases};
 use rayon::prelude::*;
@@ -141,7 +142,8 @@ fn msm_g2(
 /// bases (16 for a k=6 transfer: 1 KiB per G1 base, 2 KiB per G2 base); on a witness's
 /// scalars (zeros and ones skipped, a third full-size) that width measured as fast as
 /// narrower ones, with less memory. B's tables hold the variables B has only
-/// ([`SparseProvingKey`]).
+/// ([`SparseProvingKey`]). Serialized, they are kept beside the key ([`crate::table_file`]).
+#[derive(CanonicalSerialize, CanonicalDeserialize)]
 pub struct PrecomputedQueries {
     a: PrecomputedBases<g1::Config>,
     b_g1: PrecomputedBases<g1::Config>,
@@ -343,6 +345,70 @@ impl R1cs {
             num_witness_variables: self.num_witness_variables,
             num_constraints: self.num_constraints,
         })
+    }
+}
+
+/// The file form of the compact R1CS (kept between runs: [`crate::cache`]); reading checks that
+/// it has three matrices of one row per constraint whose terms name existing variables.
+impl CanonicalSerialize for R1cs<CompactMatrix> {
+    fn serialize_with_mode<W: ark_serialize::Write>(
+        &self,
+        mut writer: W,
+        compress: ark_serialize::Compress,
+    ) -> Result<(), ark_serialize::SerializationError> {
+        self.matrices.serialize_with_mode(&mut writer, compress)?;
+        for n in [
+            self.num_instance_variables,
+            self.num_witness_variables,
+            self.num_constraints,
+        ] {
+            (n as u64).serialize_with_mode(&mut writer, compress)?;
+        }
+        Ok(())
+    }
+
+    fn serialized_size(&self, compress: ark_serialize::Compress) -> usize {
+        self.matrices.serialized_size(compress) + 3 * 8
+    }
+}
+
+impl ark_serialize::Valid for R1cs<CompactMatrix> {
+    fn check(&self) -> Result<(), ark_serialize::SerializationError> {
+        let variables = self.num_instance_variables + self.num_witness_variables;
+        let shaped = self.matrices.len() == 3
+            && self.num_instance_variables > 0
+            && self.matrices.iter().all(|m| {
+                m.num_rows() == self.num_constraints
+                    && m.max_variable().is_none_or(|v| v < variables)
+            });
+        if shaped {
+            Ok(())
+        } else {
+            Err(ark_serialize::SerializationError::InvalidData)
+        }
+    }
+}
+
+impl CanonicalDeserialize for R1cs<CompactMatrix> {
+    fn deserialize_with_mode<R: ark_serialize::Read>(
+        mut reader: R,
+        compress: ark_serialize::Compress,
+        validate: ark_serialize::Validate,
+    ) -> Result<Self, ark_serialize::SerializationError> {
+        let matrices: Vec<CompactMatrix> =
+            Vec::deserialize_with_mode(&mut reader, compress, validate)?;
+        let mut count = || -> Result<usize, ark_serialize::SerializationError> {
+            usize::try_from(u64::deserialize_with_mode(&mut reader, compress, validate)?)
+                .map_err(|_| ark_serialize::SerializationError::InvalidData)
+        };
+        let r1cs = R1cs {
+            matrices,
+            num_instance_variables: count()?,
+            num_witness_variables: count()?,
+            num_constraints: count()?,
+        };
+        ark_serialize::Valid::check(&r1cs)?;
+        Ok(r1cs)
     }
 }
 

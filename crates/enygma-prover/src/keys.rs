@@ -236,13 +236,13 @@ fn serialize<T: CanonicalSerialize>(value: &T, compress: Compress) -> Vec<u8> {
 }
 
 /// Writes the proving key (uncompressed, after its record), its digest and the verifying key
-/// (compressed).
+/// (compressed). Returns the digest: the SHA-256 of the proving key's file.
 pub fn save(
     dir: &Path,
     instance: Instance,
     pk: &ProvingKey<Bn254>,
     record: &KeyRecord,
-) -> Result<(), KeyError> {
+) -> Result<[u8; 32], KeyError> {
     fs::create_dir_all(dir).map_err(io(dir))?;
     let paths = KeyPaths::new(dir, instance);
     let mut pk_bytes = HEADER_MAGIC.to_vec();
@@ -250,11 +250,13 @@ pub fn save(
     pk_bytes.push(b'\n');
     pk_bytes.extend(serialize(pk, Compress::No));
     write_atomically(&paths.proving, &pk_bytes)?;
+    let digest: [u8; 32] = Sha256::digest(&pk_bytes).into();
     write_atomically(
         &paths.proving_digest,
-        format!("{}\n", hex::encode(Sha256::digest(&pk_bytes))).as_bytes(),
+        format!("{}\n", hex::encode(digest)).as_bytes(),
     )?;
-    write_atomically(&paths.verifying, &serialize(&pk.vk, Compress::Yes))
+    write_atomically(&paths.verifying, &serialize(&pk.vk, Compress::Yes))?;
+    Ok(digest)
 }
 
 pub fn load_verifying_key(path: &Path) -> Result<VerifyingKey<Bn254>, KeyError> {
@@ -302,15 +304,24 @@ pub fn read_record(path: &Path) -> Result<KeyRecord, KeyError> {
     }
 }
 
+/// A proving key as loaded from its file.
+pub struct LoadedProvingKey {
+    pub key: ProvingKey<Bn254>,
+    pub record: KeyRecord,
+    /// The SHA-256 of the file: what the key's precomputed tables are bound to.
+    pub sha256: [u8; 32],
+}
+
 /// Loads a proving key and its record, skipping the point checks when the file's digest
 /// matches the one recorded next to it.
-pub fn load_proving_key(paths: &KeyPaths) -> Result<(ProvingKey<Bn254>, KeyRecord), KeyError> {
+pub fn load_proving_key(paths: &KeyPaths) -> Result<LoadedProvingKey, KeyError> {
     let mut bytes = Vec::new();
     BufReader::new(fs::File::open(&paths.proving).map_err(io(&paths.proving))?)
         .read_to_end(&mut bytes)
         .map_err(io(&paths.proving))?;
     let recorded = fs::read_to_string(&paths.proving_digest).unwrap_or_default();
-    let trusted = recorded.trim() == hex::encode(Sha256::digest(&bytes));
+    let sha256: [u8; 32] = Sha256::digest(&bytes).into();
+    let trusted = recorded.trim() == hex::encode(sha256);
     let validate = if trusted { Validate::No } else { Validate::Yes };
     let format = |source| KeyError::Format {
         path: paths.proving.clone(),
@@ -321,8 +332,12 @@ pub fn load_proving_key(paths: &KeyPaths) -> Result<(ProvingKey<Bn254>, KeyRecor
             std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
         ))
     })?;
-    let pk = ProvingKey::deserialize_with_mode(key, Compress::No, validate).map_err(format)?;
-    Ok((pk, record))
+    let key = ProvingKey::deserialize_with_mode(key, Compress::No, validate).map_err(format)?;
+    Ok(LoadedProvingKey {
+        key,
+        record,
+        sha256,
+    })
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! ([`matrix::CompactMatrix`]), which together keep a server hosting every instance under the
 //! reference's resident memory for one circuit (`benches/results/2026-12-04-sparse-b.md`).
 
+pub mod cache;
 pub mod ceremony;
 pub mod fft;
 #[doc(hidden)]
@@ -27,7 +28,7 @@ pub mod statements;
 pub mod wipe;
 
 use std::{
-    path::Path,
+    path::{Path, PathBuf},
     sync::{Arc, RwLock},
     time::{Duration, Instant},
 };
@@ -96,7 +97,11 @@ impl CircuitShape {
         let r1cs = groth16::r1cs(instance.circuit_for_setup())
             .and_then(groth16::R1cs::compact)
             .map_err(|e| ProveError::Internal(format!("{instance} synthesis: {e}")))?;
-        Ok(Self {
+        Ok(Self::from_r1cs(instance, r1cs))
+    }
+
+    fn from_r1cs(instance: Instance, r1cs: groth16::R1cs<matrix::CompactMatrix>) -> Self {
+        Self {
             instance,
             info: CircuitInfo {
                 circuit: instance.name(),
@@ -107,7 +112,52 @@ impl CircuitShape {
                 precomputed_table_bytes: precomputed_table_bytes(&r1cs),
             },
             r1cs,
-        })
+        }
+    }
+
+    /// [`CircuitShape::build`], or the matrices kept in `cache_dir` for this circuit
+    /// ([`cache`]): a synthesis is most of a start. Matrices synthesized are kept there for the
+    /// next start; a file that is stale, damaged or cannot be written is logged and costs the
+    /// synthesis only.
+    pub fn load_or_build(instance: Instance, cache_dir: Option<&Path>) -> Result<Self, ProveError> {
+        let Some(dir) = cache_dir else {
+            return Self::build(instance);
+        };
+        let stem = instance.key_stem();
+        let path = cache::path(dir, &stem, cache::Kind::Matrices);
+        let binding = cache::matrices_binding(&stem);
+        match cache::read(&path, cache::Kind::Matrices, &binding) {
+            Ok(r1cs) => return Ok(Self::from_r1cs(instance, r1cs)),
+            Err(cache::CacheError::Missing) => {}
+            // Another build's matrices: expected after an upgrade.
+            Err(cache::CacheError::Stale) => tracing::info!(
+                circuit = %instance,
+                path = %path.display(),
+                "kept matrices are another build's: synthesizing them"
+            ),
+            Err(why) => tracing::warn!(
+                circuit = %instance,
+                path = %path.display(),
+                reason = %why,
+                "kept matrices not used: synthesizing them"
+            ),
+        }
+        let shape = Self::build(instance)?;
+        match cache::write(&path, cache::Kind::Matrices, &binding, &shape.r1cs) {
+            Ok(()) => {}
+            Err(e) if cache::is_read_only(&e) => tracing::info!(
+                circuit = %instance,
+                path = %path.display(),
+                "matrices not kept: the cache directory is read-only"
+            ),
+            Err(e) => tracing::warn!(
+                circuit = %instance,
+                path = %path.display(),
+                error = %e,
+                "matrices not kept: the next start synthesizes them again"
+            ),
+        }
+        Ok(shape)
     }
 
     /// Heap bytes of the constraint matrices kept for proving.
@@ -146,6 +196,9 @@ pub struct CircuitKeys {
     /// Where the key's toxic waste went and the QAP reduction its H query is for (its file's
     /// [`keys::KeyRecord`]).
     pub record: keys::KeyRecord,
+    /// The SHA-256 of the proving key's file, which its kept tables are bound to
+    /// ([`cache`]).
+    pub key_sha256: [u8; 32],
 }
 
 impl CircuitKeys {
@@ -193,6 +246,17 @@ impl CircuitKeys {
     /// development key or refused, as `missing` says. Keys that do not fit the circuit are
     /// refused.
     pub fn load(dir: &Path, instance: Instance, missing: MissingKeys) -> Result<Self, KeyError> {
+        Self::load_cached(dir, instance, missing, None)
+    }
+
+    /// [`CircuitKeys::load`], reading the instance's matrices from `cache_dir` when kept there
+    /// for this circuit, and keeping them there after a synthesis otherwise.
+    pub fn load_cached(
+        dir: &Path,
+        instance: Instance,
+        missing: MissingKeys,
+        cache_dir: Option<&Path>,
+    ) -> Result<Self, KeyError> {
         let mismatch = |reason: String| KeyError::Mismatch {
             stem: instance.key_stem(),
             circuit: instance.name(),
@@ -206,13 +270,18 @@ impl CircuitKeys {
                 path: paths.proving,
             });
         }
-        let shape = CircuitShape::build(instance).map_err(|e| mismatch(e.to_string()))?;
+        let shape = CircuitShape::load_or_build(instance, cache_dir)
+            .map_err(|e| mismatch(e.to_string()))?;
         let committed_vk = paths
             .verifying
             .exists()
             .then(|| keys::load_verifying_key(&paths.verifying))
             .transpose()?;
-        let (proving_key, record) = if paths.proving.exists() {
+        let keys::LoadedProvingKey {
+            key: proving_key,
+            record,
+            sha256: key_sha256,
+        } = if paths.proving.exists() {
             keys::load_proving_key(&paths)?
         } else {
             tracing::warn!(circuit = %instance, dir = %dir.display(), "no proving key: creating DEVELOPMENT keys from the fixed public seed (not for production)");
@@ -223,8 +292,12 @@ impl CircuitKeys {
                         .into(),
                 ));
             }
-            keys::save(dir, instance, &pk, &keys::KeyRecord::DEVELOPMENT)?;
-            (pk, keys::KeyRecord::DEVELOPMENT)
+            let sha256 = keys::save(dir, instance, &pk, &keys::KeyRecord::DEVELOPMENT)?;
+            keys::LoadedProvingKey {
+                key: pk,
+                record: keys::KeyRecord::DEVELOPMENT,
+                sha256,
+            }
         };
         if committed_vk.is_some_and(|vk| vk != proving_key.vk) {
             return Err(mismatch(
@@ -273,8 +346,49 @@ impl CircuitKeys {
             prepared_vk,
             tables: RwLock::new(None),
             record,
+            key_sha256,
         })
     }
+}
+
+/// `load(instance)` of every instance, in their order, on as many threads as the process may
+/// use: an instance's load (its circuit synthesized in setup mode, its key read and digested)
+/// runs on one core, so a server hosting all 18 instances is ready in about half the time on
+/// two. Scoped threads rather than the rayon pool: at start the pools are not yet sized for
+/// proving, and the loads must not wait behind proofs. The first error is returned; the other
+/// loads finish first (they hold no lock and write nothing but a missing development key).
+fn load_in_parallel<T: Send>(
+    instances: &[Instance],
+    load: impl Fn(Instance) -> Result<T, KeyError> + Sync,
+) -> Result<Vec<T>, KeyError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(instances.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let mut loaded: Vec<(usize, Result<T, KeyError>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&instance) = instances.get(i) else {
+                            break mine;
+                        };
+                        mine.push((i, load(instance)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    loaded.sort_by_key(|(i, _)| *i);
+    loaded.into_iter().map(|(_, result)| result).collect()
 }
 
 /// Bytes in MiB with one decimal, for log fields.
@@ -340,6 +454,8 @@ pub struct ProveTimings {
 pub struct Prover {
     /// In registry order.
     circuits: Vec<CircuitKeys>,
+    /// Where matrices and tables are kept between runs ([`cache`]); none: derived every time.
+    cache_dir: Option<PathBuf>,
 }
 
 /// Parses and checks a request of `instance`; no keys needed.
@@ -364,35 +480,134 @@ impl Prover {
         instances: &[Instance],
         missing: MissingKeys,
     ) -> Result<Self, KeyError> {
-        let circuits = instances
-            .iter()
-            .map(|&instance| {
-                let started = Instant::now();
-                let keys = CircuitKeys::load(keys_dir, instance, missing)?;
-                let origin = &keys.record.origin;
+        Self::load_cached(keys_dir, instances, missing, None)
+    }
+
+    /// [`Prover::load`] with a cache directory ([`cache`]): the matrices are read from there
+    /// when kept for these circuits, and so are the MSM tables that [`Prover::precompute`] and
+    /// [`Prover::build_tables`] would build when kept for these keys; what is derived is kept
+    /// there for the next start. A directory that cannot be written costs only the derivation.
+    pub fn load_cached(
+        keys_dir: &Path,
+        instances: &[Instance],
+        missing: MissingKeys,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<Self, KeyError> {
+        let circuits = load_in_parallel(instances, |instance| {
+            let started = Instant::now();
+            let keys = CircuitKeys::load_cached(keys_dir, instance, missing, cache_dir.as_deref())?;
+            let origin = &keys.record.origin;
+            tracing::info!(
+                circuit = %instance,
+                constraints = keys.shape.info.constraints,
+                origin = %origin,
+                reduction = keys.record.reduction.name(),
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "keys and matrices loaded"
+            );
+            match origin {
+                keys::KeyOrigin::DevelopmentSeed => tracing::warn!(
+                    circuit = %instance,
+                    "DEVELOPMENT keys from a public seed: anyone can forge proofs for them; not for production"
+                ),
+                keys::KeyOrigin::SingleParty => tracing::warn!(
+                    circuit = %instance,
+                    "single-party keys: whoever ran their setup could forge proofs; for staging, not for production"
+                ),
+                keys::KeyOrigin::Ceremony { .. } => {}
+            }
+            Ok(keys)
+        })?;
+        Ok(Self {
+            circuits,
+            cache_dir,
+        })
+    }
+
+    /// Reads the tables of `instance` from the cache directory, if kept there for its key, and
+    /// lets the proofs that start from then on use them. Returns their bytes when the instance
+    /// has tables afterwards (read now or before), `None` when none were kept (or no cache
+    /// directory is set, or the instance is not loaded).
+    pub fn read_kept_tables(&self, instance: Instance) -> Option<usize> {
+        let keys = self.circuit(instance)?;
+        if let Some(tables) = keys.tables() {
+            return Some(tables.memory_bytes());
+        }
+        let tables = self.kept_tables(keys)?;
+        let bytes = tables.memory_bytes();
+        keys.set_tables(Some(Arc::new(tables)));
+        Some(bytes)
+    }
+
+    /// The tables kept in the cache for `keys`, if any. Logs why a kept file was not used.
+    fn kept_tables(&self, keys: &CircuitKeys) -> Option<groth16::PrecomputedQueries> {
+        let instance = keys.shape.instance;
+        let path = cache::path(
+            self.cache_dir.as_ref()?,
+            &instance.key_stem(),
+            cache::Kind::Tables,
+        );
+        let started = Instant::now();
+        match cache::read(&path, cache::Kind::Tables, &keys.key_sha256) {
+            Ok(tables) => {
                 tracing::info!(
                     circuit = %instance,
-                    constraints = keys.shape.info.constraints,
-                    origin = %origin,
-                    reduction = keys.record.reduction.name(),
+                    path = %path.display(),
                     elapsed_ms = started.elapsed().as_millis() as u64,
-                    "keys and matrices loaded"
+                    "precomputed MSM tables read from the cache"
                 );
-                match origin {
-                    keys::KeyOrigin::DevelopmentSeed => tracing::warn!(
-                        circuit = %instance,
-                        "DEVELOPMENT keys from a public seed: anyone can forge proofs for them; not for production"
-                    ),
-                    keys::KeyOrigin::SingleParty => tracing::warn!(
-                        circuit = %instance,
-                        "single-party keys: whoever ran their setup could forge proofs; for staging, not for production"
-                    ),
-                    keys::KeyOrigin::Ceremony { .. } => {}
-                }
-                Ok(keys)
-            })
-            .collect::<Result<Vec<_>, KeyError>>()?;
-        Ok(Self { circuits })
+                return Some(tables);
+            }
+            Err(cache::CacheError::Missing) => {}
+            // Another key's tables: expected after the keys were replaced.
+            Err(cache::CacheError::Stale) => tracing::info!(
+                circuit = %instance,
+                path = %path.display(),
+                "kept MSM tables are another key's: building them"
+            ),
+            Err(why) => tracing::warn!(
+                circuit = %instance,
+                path = %path.display(),
+                reason = %why,
+                "kept MSM tables not used: building them"
+            ),
+        }
+        None
+    }
+
+    /// The tables of `keys`: read from the cache directory when kept there for this key, built
+    /// otherwise (and then kept there).
+    fn obtain_tables(&self, keys: &CircuitKeys) -> groth16::PrecomputedQueries {
+        if let Some(tables) = self.kept_tables(keys) {
+            return tables;
+        }
+        let tables = groth16::PrecomputedQueries::new(&keys.proving_key);
+        let Some(dir) = &self.cache_dir else {
+            return tables;
+        };
+        let instance = keys.shape.instance;
+        let path = cache::path(dir, &instance.key_stem(), cache::Kind::Tables);
+        match cache::write(&path, cache::Kind::Tables, &keys.key_sha256, &tables) {
+            Ok(()) => tracing::info!(
+                circuit = %instance,
+                path = %path.display(),
+                "precomputed MSM tables kept for the next start"
+            ),
+            // A read-only cache (an image's, a volume prepared by `enygma cache`) is a choice
+            // of the deployment, not a fault.
+            Err(e) if cache::is_read_only(&e) => tracing::info!(
+                circuit = %instance,
+                path = %path.display(),
+                "precomputed MSM tables not kept: the cache directory is read-only"
+            ),
+            Err(e) => tracing::warn!(
+                circuit = %instance,
+                path = %path.display(),
+                error = %e,
+                "precomputed MSM tables not kept: the next start builds them again"
+            ),
+        }
+        tables
     }
 
     /// Builds the fixed-base MSM tables of `instances` ([`groth16::PrecomputedQueries`]), so
@@ -418,9 +633,7 @@ impl Prover {
                 table_mib = mib(bytes),
                 "building precomputed MSM tables"
             );
-            keys.set_tables(Some(Arc::new(groth16::PrecomputedQueries::new(
-                &keys.proving_key,
-            ))));
+            keys.set_tables(Some(Arc::new(self.obtain_tables(keys))));
             total += bytes;
             tracing::info!(
                 circuit = %keys.shape.instance,
@@ -447,7 +660,7 @@ impl Prover {
         if let Some(tables) = keys.tables() {
             return Ok(tables.memory_bytes());
         }
-        let tables = groth16::PrecomputedQueries::new(&keys.proving_key);
+        let tables = self.obtain_tables(keys);
         let bytes = tables.memory_bytes();
         keys.set_tables(Some(Arc::new(tables)));
         Ok(bytes)

@@ -19,6 +19,10 @@ use std::collections::HashMap;
 use ark_ff::{One, Zero};
 use ark_groth16::r1cs_to_qap::evaluate_constraint;
 use ark_relations::gr1cs::{Matrix, SynthesisError};
+use ark_serialize::{
+    CanonicalDeserialize, CanonicalSerialize, Compress, Read, SerializationError, Valid, Validate,
+    Write,
+};
 use enygma_circuit::Fr;
 
 /// A constraint matrix as the witness map reads it.
@@ -157,6 +161,12 @@ impl CompactMatrix {
         used.iter().skip(1).filter(|&&u| u).count()
     }
 
+    /// The largest variable any term names, if any: what a reader checks against the circuit's
+    /// number of variables.
+    pub fn max_variable(&self) -> Option<usize> {
+        self.variables.iter().max().map(|&v| v as usize)
+    }
+
     /// Distinct coefficients (1 always counted).
     pub fn num_coefficients(&self) -> usize {
         self.coefficients.len()
@@ -191,6 +201,105 @@ impl Rows for CompactMatrix {
                 .for_each(|(&v, &c)| add(v, c)),
         }
         sum
+    }
+}
+
+/// The file form of a compact matrix (kept between runs: [`crate::cache`]). Reading checks the
+/// shape whatever `Validate` says (rows that start in order and end at the last term, one
+/// coefficient index per term, each within the table, the table's first entry 1), so a damaged
+/// file is refused instead of indexing out of bounds; the variables are checked against the
+/// circuit's count by the caller, who knows it ([`CompactMatrix::max_variable`]).
+impl CanonicalSerialize for CompactMatrix {
+    fn serialize_with_mode<W: Write>(
+        &self,
+        mut writer: W,
+        compress: Compress,
+    ) -> Result<(), SerializationError> {
+        self.starts.serialize_with_mode(&mut writer, compress)?;
+        self.variables.serialize_with_mode(&mut writer, compress)?;
+        match &self.coefficient_ids {
+            CoefficientIds::Narrow(ids) => {
+                0u8.serialize_with_mode(&mut writer, compress)?;
+                ids.serialize_with_mode(&mut writer, compress)?;
+            }
+            CoefficientIds::Wide(ids) => {
+                1u8.serialize_with_mode(&mut writer, compress)?;
+                ids.serialize_with_mode(&mut writer, compress)?;
+            }
+        }
+        self.coefficients.serialize_with_mode(&mut writer, compress)
+    }
+
+    fn serialized_size(&self, compress: Compress) -> usize {
+        let ids = match &self.coefficient_ids {
+            CoefficientIds::Narrow(ids) => ids.serialized_size(compress),
+            CoefficientIds::Wide(ids) => ids.serialized_size(compress),
+        };
+        self.starts.serialized_size(compress)
+            + self.variables.serialized_size(compress)
+            + 1
+            + ids
+            + self.coefficients.serialized_size(compress)
+    }
+}
+
+impl Valid for CompactMatrix {
+    fn check(&self) -> Result<(), SerializationError> {
+        let ids_len = match &self.coefficient_ids {
+            CoefficientIds::Narrow(ids) => ids.len(),
+            CoefficientIds::Wide(ids) => ids.len(),
+        };
+        let in_table = |id: u32| (id as usize) < self.coefficients.len();
+        let ids_in_table = match &self.coefficient_ids {
+            CoefficientIds::Narrow(ids) => ids.iter().all(|&id| in_table(u32::from(id))),
+            CoefficientIds::Wide(ids) => ids.iter().all(|&id| in_table(id)),
+        };
+        let shaped = self.starts.first() == Some(&0)
+            && self.starts.windows(2).all(|w| w[0] <= w[1])
+            && self.starts.last().map(|&end| end as usize) == Some(self.variables.len())
+            && ids_len == self.variables.len()
+            && self.coefficients.first() == Some(&Fr::one())
+            && ids_in_table;
+        if shaped {
+            Ok(())
+        } else {
+            Err(SerializationError::InvalidData)
+        }
+    }
+}
+
+impl CanonicalDeserialize for CompactMatrix {
+    fn deserialize_with_mode<R: Read>(
+        mut reader: R,
+        compress: Compress,
+        validate: Validate,
+    ) -> Result<Self, SerializationError> {
+        let starts = Vec::deserialize_with_mode(&mut reader, compress, validate)?;
+        let variables = Vec::deserialize_with_mode(&mut reader, compress, validate)?;
+        let coefficient_ids = match u8::deserialize_with_mode(&mut reader, compress, validate)? {
+            0 => {
+                CoefficientIds::Narrow(Vec::deserialize_with_mode(&mut reader, compress, validate)?)
+            }
+            1 => CoefficientIds::Wide(Vec::deserialize_with_mode(&mut reader, compress, validate)?),
+            _ => return Err(SerializationError::InvalidData),
+        };
+        let coefficients = Vec::deserialize_with_mode(&mut reader, compress, validate)?;
+        let mut matrix = Self {
+            starts,
+            variables,
+            coefficient_ids,
+            coefficients,
+        };
+        matrix.check()?;
+        // Kept for the life of the prover: no spare capacity from reading.
+        matrix.starts.shrink_to_fit();
+        matrix.variables.shrink_to_fit();
+        match &mut matrix.coefficient_ids {
+            CoefficientIds::Narrow(ids) => ids.shrink_to_fit(),
+            CoefficientIds::Wide(ids) => ids.shrink_to_fit(),
+        }
+        matrix.coefficients.shrink_to_fit();
+        Ok(matrix)
     }
 }
 

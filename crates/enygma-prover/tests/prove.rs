@@ -661,3 +661,117 @@ fn tables_built_and_dropped_at_run_time_change_the_proofs_that_start_after() {
         "{err}"
     );
 }
+
+/// Matrices and tables kept in the cache: a second prover reads them instead of deriving them,
+/// proves with them, and its proofs verify; a file of another key, a damaged one, a cut one and
+/// a missing one are refused as such, and the prover then derives the value and keeps a good
+/// file again; a cache directory that cannot be written costs only the files.
+#[test]
+fn kept_matrices_and_tables_are_read_back_only_when_whole_and_for_the_same_key() {
+    use enygma_prover::{
+        cache::{self, CacheError, Kind},
+        groth16::{PrecomputedQueries, R1cs},
+        matrix::CompactMatrix,
+    };
+    let owner = statements::by_stem("ownership-721").unwrap();
+    let stem = owner.key_stem();
+    let dir = std::env::temp_dir().join(format!("enygma-kept-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let loaded = || {
+        Prover::load_cached(
+            &repo().join("keys"),
+            &[owner],
+            keys::MissingKeys::Create,
+            Some(dir.clone()),
+        )
+        .unwrap()
+    };
+    let (tables, matrices) = (
+        cache::path(&dir, &stem, Kind::Tables),
+        cache::path(&dir, &stem, Kind::Matrices),
+    );
+    let first = loaded();
+    let key = first.circuit(owner).unwrap().key_sha256;
+    let read_tables = || cache::read::<PrecomputedQueries>(&tables, Kind::Tables, &key);
+    let read_matrices = || {
+        cache::read::<R1cs<CompactMatrix>>(
+            &matrices,
+            Kind::Matrices,
+            &cache::matrices_binding(&stem),
+        )
+    };
+    assert!(read_matrices().is_ok(), "matrices kept at the first load");
+    assert!(matches!(read_tables(), Err(CacheError::Missing)));
+    let bytes = first.build_tables(owner).unwrap();
+    assert!(read_tables().is_ok(), "tables kept once built");
+    let kept_tables = std::fs::read(&tables).unwrap();
+    let kept_matrices = std::fs::read(&matrices).unwrap();
+
+    let mut other_key = key;
+    other_key[0] ^= 1;
+    assert!(matches!(
+        cache::read::<PrecomputedQueries>(&tables, Kind::Tables, &other_key),
+        Err(CacheError::Stale)
+    ));
+    for (path, kept) in [(&tables, &kept_tables), (&matrices, &kept_matrices)] {
+        let mut flipped = kept.clone();
+        flipped[kept.len() / 2] ^= 0x10;
+        for (what, bytes) in [
+            ("one bit flipped", flipped),
+            ("cut short", kept[..kept.len() - 40].to_vec()),
+            ("a byte appended", [kept.as_slice(), &[0]].concat()),
+        ] {
+            std::fs::write(path, &bytes).unwrap();
+            let refused = if path == &tables {
+                read_tables().err()
+            } else {
+                read_matrices().err()
+            };
+            assert!(
+                matches!(refused, Some(CacheError::Corrupt(_))),
+                "{}: {what}: {refused:?}",
+                path.display()
+            );
+            // A prover meeting the bad file derives the value and keeps it whole again.
+            let rebuilt = loaded();
+            assert_eq!(
+                rebuilt.build_tables(owner).unwrap(),
+                bytes_of(&rebuilt, owner)
+            );
+            assert_eq!(&std::fs::read(path).unwrap(), kept, "{what}: kept again");
+        }
+    }
+
+    // Read, not derived: the same sizes, and proofs that use them verify.
+    let second = loaded();
+    assert_eq!(second.build_tables(owner).unwrap(), bytes);
+    let info = |p: &Prover| serde_json::to_string(&p.circuit(owner).unwrap().shape.info).unwrap();
+    assert_eq!(info(&second), info(&first));
+    let matrix_bytes = |p: &Prover| p.circuit(owner).unwrap().shape.matrix_bytes();
+    assert_eq!(
+        matrix_bytes(&second),
+        matrix_bytes(&first),
+        "no spare capacity"
+    );
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(43);
+    let body = owner
+        .generate(&statements::RequestSpec::default(), &mut rng)
+        .unwrap()
+        .to_string();
+    let prepared = prepare(owner, body.as_bytes()).unwrap();
+    let (proof, timings) = second.prove(&prepared).unwrap();
+    assert!(timings.precomputed);
+    assert!(first.verify(owner, &proof).unwrap());
+
+    // A cache directory that cannot be written costs the files only.
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::write(&dir, b"a file where the directory should be").unwrap();
+    let unwritable = loaded();
+    assert_eq!(unwritable.build_tables(owner).unwrap(), bytes);
+    assert!(unwritable.circuit(owner).unwrap().is_precomputed());
+    std::fs::remove_file(&dir).unwrap();
+}
+
+fn bytes_of(prover: &Prover, instance: Instance) -> usize {
+    prover.circuit(instance).unwrap().precomputed_table_bytes()
+}

@@ -38,6 +38,13 @@ pub trait ProofBackend: Send + Sync + 'static {
         None
     }
 
+    /// Reads the tables of `instance` from where they were kept by an earlier run, if they were
+    /// kept for this key; proofs that start afterwards use them. Returns whether it did: a
+    /// fraction of a second of I/O and hashing, so it runs at normal priority, before any build.
+    fn read_kept_tables(&self, _instance: Instance) -> bool {
+        false
+    }
+
     /// Builds the tables of `instance` on the current rayon pool; proofs that start afterwards
     /// use them. Slow (seconds); never called on a prove pool.
     fn build_tables(&self, _instance: Instance) -> Result<(), BackendError> {

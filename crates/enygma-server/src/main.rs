@@ -179,6 +179,7 @@ impl Started {
             missing_keys,
             hosted,
             precomputed,
+            cache_dir,
             drain_timeout,
             ..
         } = self.config;
@@ -187,7 +188,8 @@ impl Started {
             listener: self.listener,
             admin: self.admin,
             load: move || {
-                let backend = RealBackend::load(&keys_dir, &hosted, missing_keys, &precomputed)?;
+                let backend =
+                    RealBackend::load(&keys_dir, &hosted, missing_keys, cache_dir, &precomputed)?;
                 // What the load freed (setup-mode synthesis, key file bytes) would otherwise
                 // stay resident: see `release_free_memory`.
                 enygma_server::release_free_memory();

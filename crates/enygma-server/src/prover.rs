@@ -13,15 +13,17 @@ pub struct RealBackend(Prover);
 impl RealBackend {
     /// Loads the keys of the `hosted` instances, creating missing ones as development keys or
     /// refusing to (`--require-keys`), as `missing` says, then builds the MSM tables of the
-    /// `precomputed` ones (`--precompute`, each a hosted instance). Slow: seconds, and about
-    /// 15 s of one core per precomputed k=6 instance.
+    /// `precomputed` ones (`--precompute`, each a hosted instance); matrices and tables are read
+    /// from `cache_dir` where kept (`--cache-dir`). Slow: seconds, and about 15 s of one core
+    /// per precomputed k=6 instance whose tables are not kept.
     pub fn load(
         keys_dir: &Path,
         hosted: &[Instance],
         missing: MissingKeys,
+        cache_dir: Option<PathBuf>,
         precomputed: &[Instance],
     ) -> Result<Self, String> {
-        let mut prover = Prover::load(keys_dir, hosted, missing)
+        let mut prover = Prover::load_cached(keys_dir, hosted, missing, cache_dir)
             .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))?;
         prover
             .precompute(precomputed)
@@ -96,6 +98,10 @@ impl ProofBackend for RealBackend {
         self.0
             .circuit(instance)
             .map(|keys| keys.precomputed_table_bytes())
+    }
+
+    fn read_kept_tables(&self, instance: Instance) -> bool {
+        self.0.read_kept_tables(instance).is_some()
     }
 
     fn build_tables(&self, instance: Instance) -> Result<(), BackendError> {

@@ -101,6 +101,17 @@ pub struct Args {
     #[arg(help_heading = H_TABLES, long, env = "ENYGMA_TABLE_MEMORY", value_name = "BYTES", value_parser = crate::tables::parse_bytes)]
     pub table_memory: Option<u64>,
 
+    /// Where the constraint matrices and the MSM tables are kept between runs: written once
+    /// derived, read instead of deriving them again when a file there was written for the same
+    /// circuit (the sources' fingerprint) or proving key (its SHA-256) and is whole, so that a
+    /// restarted or new server starts in a fraction of the time and is at full speed after a
+    /// fraction of a second instead of a table build. A stale or corrupt file is derived again
+    /// and replaced; a directory that cannot be written (a read-only volume another process
+    /// filled: `enygma cache`) costs only that. `none`: nothing is kept [default:
+    /// <keys-dir>/cache].
+    #[arg(help_heading = H_TABLES, long, env = "ENYGMA_CACHE_DIR", value_name = "DIR|none")]
+    pub cache_dir: Option<PathBuf>,
+
     /// Pin every prove thread to a processor of its own (Linux). With the default threads that
     /// follow the queue, thread t of the whole pool and the one-thread pool of slot t run only
     /// on the t-th allowed CPU (the threads stop migrating). With --max-inflight / --prove-threads, slot s, thread t runs only on the
@@ -343,6 +354,15 @@ impl Args {
         match &self.circuits {
             Some(CircuitList(list)) => list.clone(),
             None => statements::instances().collect(),
+        }
+    }
+
+    /// Where matrices and tables are kept between runs (`--cache-dir`), or none.
+    pub(crate) fn cache_dir(&self) -> Option<PathBuf> {
+        match &self.cache_dir {
+            None => Some(self.keys_dir.join("cache")),
+            Some(dir) if dir.as_os_str() == "none" => None,
+            Some(dir) => Some(dir.clone()),
         }
     }
 

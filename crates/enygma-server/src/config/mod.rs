@@ -43,6 +43,8 @@ pub struct Config {
     pub hosted: Vec<Instance>,
     /// The hosted instances whose MSM tables are built at key load (`--precompute`).
     pub precomputed: Vec<Instance>,
+    /// Where matrices and tables are kept between runs (`--cache-dir`), or none.
+    pub cache_dir: Option<PathBuf>,
     /// `--require-keys`.
     pub require_keys: bool,
     /// `--require-ceremony-keys`.
@@ -73,6 +75,7 @@ impl Config {
             hosted: args.hosted(),
             tables: args.tables(precomputed.clone()),
             precomputed,
+            cache_dir: args.cache_dir(),
             require_keys: args.require_keys,
             require_ceremony_keys: args.require_ceremony_keys,
             missing_keys: args.missing_keys(),

@@ -257,6 +257,25 @@ fn circuits_and_require_keys() {
 }
 
 #[test]
+fn the_cache_is_kept_beside_the_keys_unless_told_otherwise() {
+    let dir = |flags: &[&str]| {
+        Args::try_parse_from(std::iter::once("enygma-server").chain(flags.iter().copied()))
+            .unwrap()
+            .cache_dir()
+    };
+    assert_eq!(dir(&[]), Some(PathBuf::from("keys/cache")));
+    assert_eq!(
+        dir(&["--keys-dir", "/app/keys"]),
+        Some(PathBuf::from("/app/keys/cache"))
+    );
+    assert_eq!(
+        dir(&["--cache-dir", "/var/cache/enygma"]),
+        Some(PathBuf::from("/var/cache/enygma"))
+    );
+    assert_eq!(dir(&["--cache-dir", "none"]), None);
+}
+
+#[test]
 fn table_memory_is_a_size_or_the_default_share() {
     use crate::tables::TableBudget;
     let parse = |flags: &[&str]| {

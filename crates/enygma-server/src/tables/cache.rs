@@ -108,8 +108,11 @@ impl<B: ProofBackend> TableCache<B> {
     }
 }
 
-/// The build thread: one build at a time, each on a one-thread rayon pool of its own, both
-/// threads at nice [`BUILD_NICE`].
+/// The build thread: one build at a time, each on a one-thread rayon pool of its own at nice
+/// [`BUILD_NICE`]. The thread itself keeps the normal priority: it reads tables kept by an
+/// earlier run (a fraction of a second of I/O and hashing, which at nice 10 on a loaded server
+/// would take as long as the proofs leave it: tens of seconds), and a thread cannot raise its
+/// priority again once lowered.
 fn spawn_builder<B: ProofBackend>(
     policy: Arc<Mutex<TablePolicy>>,
     metrics: Arc<Metrics>,
@@ -118,7 +121,6 @@ fn spawn_builder<B: ProofBackend>(
     let spawned = std::thread::Builder::new()
         .name("table-builds".into())
         .spawn(move || {
-            lower_priority();
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(1)
                 .thread_name(|_| "table-build".into())
@@ -158,16 +160,21 @@ fn run_build<B: ProofBackend>(
         crate::malloc::release_free_memory();
     }
     let instance = build.instance;
-    tracing::info!(circuit = %instance, table_mib = mib(build.bytes), "building precomputed MSM tables in the background");
     metrics.table_build_started(instance);
     let started = Instant::now();
+    // Whether the tables were read from an earlier run's cache (else built).
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if backend.read_kept_tables(instance) {
+            return Ok(true);
+        }
+        tracing::info!(circuit = %instance, table_mib = mib(build.bytes), "building precomputed MSM tables in the background");
         pool.install(|| backend.build_tables(instance))
+            .map(|()| false)
     }));
     // The build's chunks were allocated below the mmap threshold and are free now.
     crate::malloc::release_free_memory();
     let elapsed = started.elapsed();
-    let ok = matches!(outcome, Ok(Ok(())));
+    let ok = matches!(outcome, Ok(Ok(_)));
     policy
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -175,7 +182,12 @@ fn run_build<B: ProofBackend>(
     metrics.table_build_finished(instance, elapsed, ok);
     if ok {
         metrics.table_bytes(instance, build.bytes);
-        tracing::info!(circuit = %instance, table_mib = mib(build.bytes), elapsed_ms = elapsed.as_millis() as u64, "precomputed MSM tables built");
+        let how = if matches!(outcome, Ok(Ok(true))) {
+            "precomputed MSM tables read from the cache"
+        } else {
+            "precomputed MSM tables built"
+        };
+        tracing::info!(circuit = %instance, table_mib = mib(build.bytes), elapsed_ms = elapsed.as_millis() as u64, "{how}");
     } else {
         let error = match outcome {
             Ok(Err(e)) => e.to_string(),
