@@ -106,6 +106,7 @@ mod caller;
 mod client_names;
 mod config;
 mod file_modes;
+mod idempotency;
 mod malloc;
 mod metrics;
 mod openapi;

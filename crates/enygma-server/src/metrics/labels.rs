@@ -62,6 +62,16 @@ label_values! {
 }
 
 label_values! {
+    /// Why a kept answer of idempotent proving was dropped (`reason`).
+    EvictionReason {
+        /// It outlived `--idempotency-ttl`.
+        Expired => "expired",
+        /// The answers kept passed `--idempotency-memory`: the oldest went first.
+        Memory => "memory",
+    }
+}
+
+label_values! {
     /// Why a connection was closed right after `accept` (`reason`).
     RefusalReason {
         /// Its address held `--max-connections-per-ip` already.
@@ -161,6 +171,11 @@ pub struct TableBuildLabels {
     #[prometheus(flatten)]
     pub instance: InstanceLabels,
     pub outcome: BuildOutcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EvictionLabels {
+    pub reason: EvictionReason,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]

@@ -18,6 +18,7 @@
 //! values are never taken from the request: a path with an unknown k is counted under
 //! `k="none"`, an unknown path under `route="other"`.
 
+mod idempotency;
 mod labels;
 mod scraped;
 
@@ -40,7 +41,8 @@ use labels::{
 };
 use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
 
-pub use labels::{AuthFailure, AuthScope, QueueKind};
+pub use idempotency::IdempotencyFamilies;
+pub use labels::{AuthFailure, AuthScope, EvictionReason, QueueKind};
 pub use scraped::{CallerShare, ConnectionCounters, QueueCounters, QueueGauges};
 
 /// The `Content-Type` of `/metrics`: the Prometheus text format, version 0.0.4.
@@ -90,6 +92,7 @@ pub struct Metrics {
     auth_rejected: Family<AuthLabels, Counter>,
     pub connections: Arc<ConnectionCounters>,
     tables: TableFamilies,
+    pub idempotency: IdempotencyFamilies,
 }
 
 /// The precomputed MSM tables of the hosted instances ([`crate::tables`]).
@@ -155,6 +158,7 @@ impl Metrics {
                 }),
                 evictions: Family::default(),
             },
+            idempotency: IdempotencyFamilies::default(),
         };
         metrics.initialise_series();
         metrics.register()
@@ -306,6 +310,7 @@ impl Metrics {
             "Failed authentications answered 429 instead of 401: their client address had spent its allowance (--auth-failure-burst)",
             self.auth_failures_limited.clone(),
         );
+        self.idempotency.register(r);
         self
     }
 
@@ -649,6 +654,13 @@ mod tests {
         ("enygma_connections_unauthenticated", "gauge"),
         ("enygma_draining", "gauge"),
         ("enygma_http_requests_total", "counter"),
+        ("enygma_idempotency_bytes", "gauge"),
+        ("enygma_idempotency_conflicts_total", "counter"),
+        ("enygma_idempotency_entries", "gauge"),
+        ("enygma_idempotency_evictions_total", "counter"),
+        ("enygma_idempotency_memory_budget_bytes", "gauge"),
+        ("enygma_idempotency_replays_total", "counter"),
+        ("enygma_idempotency_waits_total", "counter"),
         ("enygma_key_info", "gauge"),
         ("enygma_max_inflight", "gauge"),
         ("enygma_proof_panics_total", "counter"),
