@@ -23,6 +23,7 @@ use crate::auth::Auth;
 use crate::backend::ProofBackend;
 use crate::body::RequestBody;
 use crate::caller::Caller;
+use crate::idempotency::{self, Claim, IdempotencyConfig, IdempotencyStore};
 use crate::metrics::{Metrics, QueueKind};
 use crate::request::{is_probe, ApiError, ErrorNote, ReqCtx, JSON};
 use crate::tables::{TableCache, TableConfig};
@@ -45,6 +46,8 @@ pub struct AppState<B: ProofBackend> {
     pub auth: Arc<Auth>,
     /// The precomputed MSM tables that follow the traffic (none by default).
     pub tables: TableCache<B>,
+    /// The answers of proving requests with an `Idempotency-Key`, and those in flight.
+    idempotency: Arc<IdempotencyStore>,
     draining: AtomicBool,
     body_limit: usize,
     /// The statement instances this server proves and verifies (`--circuits`); the routes of
@@ -64,6 +67,7 @@ impl<B: ProofBackend> AppState<B> {
             backend: OnceLock::new(),
             admission: Admission::new(cfg, metrics.clone())?,
             tables: TableCache::new(TableConfig::default(), metrics.clone()),
+            idempotency: IdempotencyStore::new(IdempotencyConfig::default(), metrics.clone()),
             metrics,
             auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
@@ -86,6 +90,13 @@ impl<B: ProofBackend> AppState<B> {
     /// ([`crate::tables`]).
     pub fn with_tables(mut self, config: TableConfig) -> Self {
         self.tables = TableCache::new(config, self.metrics.clone());
+        self
+    }
+
+    /// Keeps the answers of keyed proving requests within `config`'s time and memory
+    /// ([`crate::idempotency`]).
+    pub fn with_idempotency(mut self, config: IdempotencyConfig) -> Self {
+        self.idempotency = IdempotencyStore::new(config, self.metrics.clone());
         self
     }
 
@@ -141,7 +152,8 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
                     move |State(st): State<Arc<AppState<B>>>,
                           Extension(ctx): Extension<ReqCtx>,
                           k: Option<Path<String>>,
-                          body: Body| prove(statement, st, ctx, k, body),
+                          headers: HeaderMap,
+                          body: Body| prove(statement, st, ctx, k, headers, body),
                 ),
             )
             .route(
@@ -379,41 +391,107 @@ async fn limit_malformed_requests<B: ProofBackend>(
 
 /// A statement's prove route (`POST /generateProofTransfer-{k}`): the proof of the instance
 /// the path names. The steps, in order; each refuses with its own status, and nothing a refused
-/// request did costs a queue place or a proving slot.
+/// request did costs a queue place or a proving slot. A request with an `Idempotency-Key` is
+/// proved once however often it is sent ([`keyed`]).
 async fn prove<B: ProofBackend>(
     statement: &'static dyn AnyStatement,
     st: Arc<AppState<B>>,
     ctx: ReqCtx,
     k: Option<Path<String>>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let (instance, backend) = st.serving(statement, k, &ctx)?;
-    let caller = ctx.caller();
+    let key = idempotency::key_of(&headers)?;
     let body = read_body(body, st.body_limit).await?;
-    // Nothing to queue behind: shed before spending the checks' CPU on a request that would be
-    // shed anyway (see `Admission::shed_early`).
-    if st.admission.shed_early(&caller) {
-        return Err(ApiError::from_admit(
-            AdmitError::Shed,
-            QueueKind::Prove,
-            st.admission.retry_after_secs(&caller),
-        ));
+    let job = ProofJob {
+        st,
+        ctx,
+        instance,
+        backend,
+        body,
+    };
+    match key {
+        None => job.run().await,
+        Some(key) => keyed(job, &key).await,
     }
-    let prepared = prepare(&st, &backend, instance, body).await?;
-    let slot = admit_proof(&st, &ctx, &caller).await?;
-    let prover = backend.clone();
-    let out = st
-        .admission
-        .prove(slot, move || prover.prove(&prepared))
-        .await
-        .map_err(|_| ApiError::internal("the prover failed unexpectedly"))??;
-    ctx.update(|i| {
-        i.witness = Some(out.witness);
-        i.prove = Some(out.prove);
-    });
-    st.metrics.observe_proof(instance, out.witness, out.prove);
-    st.tables.proved(&backend, instance, out.precomputed);
-    Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
+}
+
+/// A keyed proving request: the kept answer of the same request, the answer of the same request
+/// in flight, or this one proved, its answer kept for the next ([`crate::idempotency`]). The
+/// proof of the first request of a key runs in a task of its own, so that it goes on when that
+/// request's client leaves: the client's retry, or the requests waiting, take its answer.
+async fn keyed<B: ProofBackend>(job: ProofJob<B>, key: &str) -> Result<Response, ApiError> {
+    let caller = job.ctx.caller();
+    let digest = idempotency::digest_of(&job.body);
+    loop {
+        match job.st.idempotency.claim(&caller, job.instance, key, digest)? {
+            Claim::Replay(answer) => return Ok(answer.replay()),
+            Claim::Wait(wait) => {
+                if let Some(answer) = wait.answer().await {
+                    return Ok(answer.replay());
+                }
+                // The first request's answer is not kept (refused for load, failed): this one
+                // goes on as if it had just arrived.
+            }
+            Claim::Lead(lead) => {
+                let task = async move {
+                    let resp = job.run().await.into_response();
+                    lead.finish(resp).await
+                };
+                return tokio::spawn(task.in_current_span())
+                    .await
+                    .map_err(|_| ApiError::internal("the prover failed unexpectedly"));
+            }
+        }
+    }
+}
+
+/// A proving request whose instance is served and whose body is read: what is left to do.
+struct ProofJob<B: ProofBackend> {
+    st: Arc<AppState<B>>,
+    ctx: ReqCtx,
+    instance: Instance,
+    backend: Arc<B>,
+    body: RequestBody,
+}
+
+impl<B: ProofBackend> ProofJob<B> {
+    /// The early shedding, the checks, a slot and the proof.
+    async fn run(self) -> Result<Response, ApiError> {
+        let ProofJob {
+            st,
+            ctx,
+            instance,
+            backend,
+            body,
+        } = self;
+        let caller = ctx.caller();
+        // Nothing to queue behind: shed before spending the checks' CPU on a request that would
+        // be shed anyway (see `Admission::shed_early`).
+        if st.admission.shed_early(&caller) {
+            return Err(ApiError::from_admit(
+                AdmitError::Shed,
+                QueueKind::Prove,
+                st.admission.retry_after_secs(&caller),
+            ));
+        }
+        let prepared = prepare(&st, &backend, instance, body).await?;
+        let slot = admit_proof(&st, &ctx, &caller).await?;
+        let prover = backend.clone();
+        let out = st
+            .admission
+            .prove(slot, move || prover.prove(&prepared))
+            .await
+            .map_err(|_| ApiError::internal("the prover failed unexpectedly"))??;
+        ctx.update(|i| {
+            i.witness = Some(out.witness);
+            i.prove = Some(out.prove);
+        });
+        st.metrics.observe_proof(instance, out.witness, out.prove);
+        st.tables.proved(&backend, instance, out.precomputed);
+        Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
+    }
 }
 
 /// A statement's verify route (`POST /verifyProofTransfer-{k}`): `{"valid": bool}` for a body
@@ -626,6 +704,8 @@ impl<B: ProofBackend> AppState<B> {
 }
 
 async fn metrics<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -> Response {
+    // The kept answers' gauges count no expired answer.
+    st.idempotency.expire_now();
     let mut text = st.metrics.render(
         st.is_ready(),
         st.is_draining(),

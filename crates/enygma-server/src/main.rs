@@ -146,7 +146,8 @@ async fn start(args: &Args, admin_default: bool) -> Result<Started, StartupError
     let state = Arc::new(
         state
             .with_auth(auth.clone())
-            .with_tables(config.tables.clone()),
+            .with_tables(config.tables.clone())
+            .with_idempotency(config.idempotency),
     );
     // Installed before the server says it listens, whatever is configured: from then on a
     // SIGHUP reloads (or logs that there is nothing to reload), never kills.
@@ -220,6 +221,8 @@ fn log_settings(config: &Config) {
         expected_service_time_s = admission.service_time.as_secs_f64(),
         verify_max_inflight = admission.verify_max_inflight,
         body_limit = config.body_limit,
+        idempotency_ttl_s = config.idempotency.ttl.as_secs_f64(),
+        idempotency_memory = config.idempotency.memory,
         keys_dir = %config.keys_dir.display(),
         unlimited = config.unlimited,
         circuits = %stems(&config.hosted),

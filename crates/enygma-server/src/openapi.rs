@@ -234,6 +234,13 @@ fn headers() -> Value {
             "required": true,
             "schema": { "type": "string" },
         },
+        "Idempotent-Replayed": {
+            "description": "`true` on an answer an earlier request with the same \
+                Idempotency-Key and body caused: kept and given again, or waited for while it \
+                was in flight. Absent on the answer of the request that was proved.",
+            "required": false,
+            "schema": { "type": "string", "enum": ["true"] },
+        },
         "WWW-Authenticate": {
             "description": "Bearer realm=\"enygma-prover\", with error=\"invalid_token\" when \
                 a token was sent but is not accepted (RFC 6750).",
@@ -325,6 +332,7 @@ fn prove_operation(instance: &Instance, stem: &str) -> Value {
              for a proving slot (shared by every statement and k) and answers the Groth16 \
              proof, verified before it is returned.", d.name),
         "security": api_security(),
+        "parameters": [idempotency_key()],
         "requestBody": {
             "required": true,
             "content": { JSON: {
@@ -336,20 +344,50 @@ fn prove_operation(instance: &Instance, stem: &str) -> Value {
             "200": json_response(
                 "The proof and its public inputs (the reference's JSON).",
                 schema_ref(&proof_name(instance)),
-                &["Server-Timing"],
+                &["Server-Timing", "Idempotent-Replayed"],
             ),
-            "400": response_ref("BadRequest"),
+            "400": json_response(
+                "The body is not a well-formed request of this route (the message names the \
+                 field, never its value), the body could not be read, or the Idempotency-Key \
+                 header is not 1 to 255 visible ASCII characters sent once.",
+                schema_ref("Error"),
+                &["Idempotent-Replayed"],
+            ),
             "401": response_ref("Unauthorized"),
             "404": not_hosted(instance),
             "408": response_ref("RequestTimeout"),
             "413": response_ref("PayloadTooLarge"),
-            "422": response_ref("CheckFailed"),
+            "422": json_response(
+                "A well-formed request that fails one of the statement's rules, found by the \
+                 native checks before any proving work (the message names the rule); or an \
+                 Idempotency-Key this caller already sent with another body.",
+                schema_ref("Error"),
+                &["Idempotent-Replayed"],
+            ),
             "429": response_ref("TooManyFailedAuthentications"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
             "500": response_ref("Internal"),
             "503": response_ref("Unavailable"),
             "504": response_ref("QueueTimeout"),
         },
+    })
+}
+
+/// The optional `Idempotency-Key` request header of the prove routes ([`crate::idempotency`]).
+fn idempotency_key() -> Value {
+    json!({
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": false,
+        "description": "Names the request, so that sending it again proves nothing twice (a \
+            gateway's retry after a timeout): while the first request of a key is in flight, \
+            one with the same key and body waits for its answer; once answered, the answer (a \
+            proof, 400 or 422) is kept for --idempotency-ttl (10 minutes by default, within \
+            --idempotency-memory) and given again, marked Idempotent-Replayed: true. The same \
+            key with another body is refused with 422. Answers for load or time (503, 504) are \
+            not kept: a retry is proved. Keys are per caller (token or client certificate; \
+            unnamed callers share one) and per route.",
+        "schema": { "type": "string", "pattern": "^[!-~]{1,255}$" },
     })
 }
 

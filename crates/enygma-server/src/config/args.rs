@@ -16,6 +16,7 @@ use crate::admission::{
     ProveThreads,
 };
 use crate::caller::Caller;
+use crate::idempotency::IdempotencyConfig;
 
 /// Log output format.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -161,6 +162,21 @@ pub struct Args {
     #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_UNLIMITED")]
     pub unlimited: bool,
 
+    /// How long the answer of a proving request sent with an Idempotency-Key header is kept
+    /// and given again to a request with the same key and body (e.g. 10m, 90s). Longer than a
+    /// gateway retries one request; proofs and answers about the request (400, 422) are kept,
+    /// refusals for load or time (503, 504) are not.
+    #[arg(help_heading = H_IDEMPOTENCY, long, env = "ENYGMA_IDEMPOTENCY_TTL", value_name = "DURATION",
+          default_value = "10m", value_parser = parse_duration)]
+    pub idempotency_ttl: Duration,
+
+    /// Memory the kept answers of keyed proving requests may take; past it the oldest are
+    /// dropped first. Bytes, or with a unit: 64MiB, 1GiB (1024-based), 50MB (1000-based); 0
+    /// keeps no answer (requests in flight are still shared).
+    #[arg(help_heading = H_IDEMPOTENCY, long, env = "ENYGMA_IDEMPOTENCY_MEMORY", value_name = "BYTES",
+          default_value = "64MiB", value_parser = parse_idempotency_memory)]
+    pub idempotency_memory: u64,
+
     /// Largest accepted request body in bytes; larger bodies are answered 413.
     #[arg(help_heading = H_ADV, long, env = "ENYGMA_BODY_LIMIT", default_value_t = 64 * 1024)]
     pub body_limit: usize,
@@ -294,6 +310,14 @@ fn parse_admin_bind(s: &str) -> Result<AdminBind, String> {
     s.parse()
         .map(|addr| AdminBind(Some(addr)))
         .map_err(|_| format!("expected ADDR:PORT (e.g. {DEFAULT_ADMIN_BIND}, [::1]:9464) or none"))
+}
+
+/// Parses `--idempotency-memory`: bytes, or with a unit.
+fn parse_idempotency_memory(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|_| format!("expected bytes, e.g. 0, 67108864, 64MiB or 1GiB; got {s:?}"))
 }
 
 /// Parses one `--caller-weight` item, NAME=WEIGHT (`anonymous` may be weighted too).
@@ -474,6 +498,14 @@ impl Args {
                     .caller_max_inflight
                     .map_or(max_inflight, |n| n as usize),
             }),
+        }
+    }
+
+    /// The bounds of the kept answers of keyed proving requests.
+    pub(crate) fn idempotency(&self) -> IdempotencyConfig {
+        IdempotencyConfig {
+            ttl: self.idempotency_ttl,
+            memory: self.idempotency_memory,
         }
     }
 

@@ -21,6 +21,7 @@ pub use args::{AdminBind, Args, LogFormat};
 use enygma_prover::{Instance, MissingKeys};
 
 use crate::admission::AdmissionConfig;
+use crate::idempotency::IdempotencyConfig;
 use crate::tables::TableConfig;
 use crate::transport::Limits;
 
@@ -55,6 +56,9 @@ pub struct Config {
     pub unlimited: bool,
     pub admission: AdmissionConfig,
     pub tables: TableConfig,
+    /// How long and within which memory the answers of keyed proving requests are kept
+    /// (`--idempotency-ttl`, `--idempotency-memory`).
+    pub idempotency: IdempotencyConfig,
     /// The API listener's connection-level limits.
     pub limits: Limits,
     pub body_limit: usize,
@@ -81,6 +85,7 @@ impl Config {
             missing_keys: args.missing_keys(),
             unlimited: args.unlimited,
             admission: args.admission(),
+            idempotency: args.idempotency(),
             limits: args.limits(),
             body_limit: args.body_limit,
             drain_timeout: args.drain_timeout(),

@@ -426,3 +426,43 @@ fn flags_and_unlimited() {
     assert_eq!(args.log_format, LogFormat::Json);
     assert!(Args::try_parse_from(["enygma-server", "--max-inflight", "0"]).is_err());
 }
+
+#[test]
+fn idempotency_keeps_answers_ten_minutes_in_64_mib_unless_told_otherwise() {
+    use crate::idempotency::IdempotencyConfig;
+    let config = Config::from_args(&crate::test_support::args(&[]).unwrap()).unwrap();
+    assert_eq!(
+        config.idempotency,
+        IdempotencyConfig {
+            ttl: Duration::from_secs(600),
+            memory: 64 << 20,
+        }
+    );
+    // The in-process default (tests, embedders) is the flags' default.
+    assert_eq!(config.idempotency, IdempotencyConfig::default());
+    for (ttl, memory, expected) in [
+        ("90s", "1GiB", (Duration::from_secs(90), 1 << 30)),
+        ("1500ms", "50MB", (Duration::from_millis(1500), 50_000_000)),
+        ("2m", "0", (Duration::from_secs(120), 0)),
+        ("1h", "4096", (Duration::from_secs(3600), 4096)),
+    ] {
+        let args = crate::test_support::args(&[
+            "--idempotency-ttl",
+            ttl,
+            "--idempotency-memory",
+            memory,
+        ])
+        .unwrap();
+        let config = Config::from_args(&args).unwrap().idempotency;
+        assert_eq!((config.ttl, config.memory), expected, "{ttl} {memory}");
+    }
+    for bad in [
+        ["--idempotency-ttl", "ten minutes"],
+        ["--idempotency-ttl", "-1s"],
+        ["--idempotency-memory", "lots"],
+        ["--idempotency-memory", "-1"],
+    ] {
+        let e = crate::test_support::args(&bad).unwrap_err();
+        assert!(e.contains(bad[0]), "{e}");
+    }
+}
