@@ -53,6 +53,17 @@ pub enum Command {
     /// requests.csv and command.txt (tokens replaced by ***). `benches/fair_shares.sh` runs a
     /// flooding caller beside a light one under fair and FIFO admission.
     Callers(CallersArgs),
+    /// A gateway that abandons a request after a timeout and sends it again: `--concurrency`
+    /// distinct requests in flight, each sent again after --retry-after-timeout without an answer
+    /// (or after a 503, 504 or 429) up to --max-retries times, with --idempotency-keys under one
+    /// Idempotency-Key per distinct request.
+    ///
+    /// Reports the proofs the server computed per distinct request (its
+    /// enygma_proofs_started_total before the run and once it is idle after it), the goodput
+    /// (distinct requests answered with a proof per second), attempts per distinct request and
+    /// latency from the first send. OUT gets report.json, report.md and command.txt.
+    /// `benches/retries.sh` runs it with and without keys on one server.
+    Retries(RetriesArgs),
     /// Machines needed for a daily volume within an operating window (CHAPS and Fedwire built in).
     Plan(PlanArgs),
 }
@@ -442,6 +453,55 @@ pub struct CallersArgs {
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RetriesArgs {
+    /// Base URL of the service (plain http).
+    #[arg(long, default_value = "http://127.0.0.1:3003")]
+    pub url: String,
+    /// Route to POST request bodies to: a path, or the key stem of a statement instance.
+    #[arg(long, default_value = statements::DEFAULT_INSTANCE, value_parser = endpoint)]
+    pub endpoint: String,
+    /// Directory of request bodies (*.json), or a single file; distinct requests cycle through
+    /// them.
+    #[arg(long, value_name = "DIR")]
+    pub requests: PathBuf,
+    /// Distinct requests in flight at once (the gateway's closed loop).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+    /// How long new distinct requests are sent; the ones in flight then finish.
+    #[arg(long, default_value = "60s", value_parser = dur)]
+    pub duration: Duration,
+    /// An attempt without an answer after this long is abandoned (its connection dropped) and
+    /// the request sent again; the last attempt waits --timeout.
+    #[arg(long, value_name = "DURATION", value_parser = dur)]
+    pub retry_after_timeout: Duration,
+    /// Times one distinct request is sent again after the first attempt.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub max_retries: u32,
+    /// Send every distinct request with an Idempotency-Key of its own, the same on its retries.
+    #[arg(long)]
+    pub idempotency_keys: bool,
+    /// Where the server's Prometheus metrics are read (the proofs it started) [default:
+    /// /metrics on --url].
+    #[arg(long, value_name = "URL")]
+    pub metrics_url: Option<String>,
+    /// How long to wait, after the last answer, for the server to finish the proofs it still
+    /// runs (abandoned attempts' included) before reading its proof count.
+    #[arg(long, default_value = "120s", value_parser = dur)]
+    pub settle_timeout: Duration,
+    #[command(flatten)]
+    pub client: ClientArgs,
+    /// Requests sent one at a time before the run, not counted (they warm the server's caches).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub prime: usize,
+    /// Output directory (created): report.json, report.md, command.txt.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Free-text label stored in the report.
+    #[arg(long)]
+    pub label: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

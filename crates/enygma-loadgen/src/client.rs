@@ -12,6 +12,11 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
 use crate::token::Token;
+
+/// The request header that names a request, so that its retries are proved once.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// The response header of an answer an earlier request with the same key caused.
+const IDEMPOTENT_REPLAYED: &str = "idempotent-replayed";
 use enygma_formats::server_timing::{self, ServerTiming};
 
 /// How a request ended.
@@ -54,6 +59,9 @@ pub struct Reply {
     pub bytes: usize,
     /// A shed answer's (503 or 429) `Retry-After`, in whole seconds as the server sends it.
     pub retry_after: Option<Duration>,
+    /// `Idempotent-Replayed: true`: the answer an earlier request with the same
+    /// `Idempotency-Key` caused.
+    pub replayed: bool,
 }
 
 #[derive(Clone)]
@@ -115,24 +123,39 @@ impl HttpClient {
 
     /// POSTs a JSON body and reads the whole response. Never fails: failures are a [`Status`].
     pub async fn post_json(&self, uri: &Uri, body: Bytes) -> Reply {
+        self.post_keyed(uri, body, None, self.timeout).await
+    }
+
+    /// POSTs a JSON body with an `Idempotency-Key` (if any), abandoning it after `timeout`
+    /// (the connection is dropped, as a gateway's timeout does).
+    pub async fn post_keyed(
+        &self,
+        uri: &Uri,
+        body: Bytes,
+        key: Option<&HeaderValue>,
+        timeout: Duration,
+    ) -> Reply {
         let mut req = Request::builder()
             .method(Method::POST)
             .uri(uri.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .body(Full::new(body))
             .expect("static request parts are valid");
+        if let Some(key) = key {
+            req.headers_mut().insert(IDEMPOTENCY_KEY, key.clone());
+        }
         self.authorize(&mut req);
-        self.exchange(req).await
+        self.exchange(req, timeout).await
     }
 
-    async fn exchange(&self, req: Request<Full<Bytes>>) -> Reply {
+    async fn exchange(&self, req: Request<Full<Bytes>>, timeout: Duration) -> Reply {
         let fut = async {
             let res = match self.inner.request(req).await {
                 Ok(r) => r,
                 Err(e) if e.is_connect() => {
-                    return (Status::Connect, ServerTiming::default(), 0, None)
+                    return (Status::Connect, ServerTiming::default(), 0, None, false)
                 }
-                Err(_) => return (Status::Io, ServerTiming::default(), 0, None),
+                Err(_) => return (Status::Io, ServerTiming::default(), 0, None, false),
             };
             let code = res.status().as_u16();
             let retry_after = match code {
@@ -140,6 +163,10 @@ impl HttpClient {
                 _ => None,
             };
             let status = Status::Http(code);
+            let replayed = res
+                .headers()
+                .get(IDEMPOTENT_REPLAYED)
+                .is_some_and(|v| v.as_bytes() == b"true");
             let timing = server_timing::parse(
                 res.headers()
                     .get_all("server-timing")
@@ -147,14 +174,14 @@ impl HttpClient {
                     .filter_map(|v| v.to_str().ok()),
             );
             match res.into_body().collect().await {
-                Ok(b) => (status, timing, b.to_bytes().len(), retry_after),
-                Err(_) => (Status::Io, timing, 0, None),
+                Ok(b) => (status, timing, b.to_bytes().len(), retry_after, replayed),
+                Err(_) => (Status::Io, timing, 0, None, false),
             }
         };
-        let (status, timing, bytes, retry_after) =
-            match tokio::time::timeout(self.timeout, fut).await {
+        let (status, timing, bytes, retry_after, replayed) =
+            match tokio::time::timeout(timeout, fut).await {
                 Ok(r) => r,
-                Err(_) => (Status::Timeout, ServerTiming::default(), 0, None),
+                Err(_) => (Status::Timeout, ServerTiming::default(), 0, None, false),
             };
         Reply {
             status,
@@ -162,6 +189,7 @@ impl HttpClient {
             done: Instant::now(),
             bytes,
             retry_after,
+            replayed,
         }
     }
 

@@ -24,6 +24,8 @@
 //! - `caller_spec`: the named callers of a `callers` run and their schedules;
 //! - `callers`: the `callers` subcommand (several callers' loops at once);
 //! - `callers_report`: each caller's figures and the total, `report.json` and `report.md`;
+//! - `retries`: the `retries` subcommand (a gateway that retries after a timeout, with or
+//!   without idempotency keys) and its report;
 //! - `plan`: the capacity planner;
 //! - `machine`: CPU model/cores, dates and slugs;
 //! - `progress`: the progress line.
@@ -54,6 +56,7 @@ mod pool;
 mod progress;
 mod prove_log;
 mod report;
+mod retries;
 mod rss;
 mod run;
 mod schedule;
@@ -73,6 +76,8 @@ pub use client::HttpClient;
 pub use mix::generate_pool;
 /// The `plan` subcommand: the capacity planner.
 pub use plan::main as plan_capacity;
+/// The `retries` subcommand: a gateway that sends a request again after a timeout.
+pub use retries::main as run_retries;
 /// The `run` subcommand: closed-loop levels, soak and open-loop phases.
 pub use run::main as run_load;
 /// The seeded Poisson arrival times of an open-loop phase.

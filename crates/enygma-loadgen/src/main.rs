@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::Parser;
-use enygma_loadgen::{plan_capacity, run_ab, run_callers, run_load, Cli, Command};
+use enygma_loadgen::{plan_capacity, run_ab, run_callers, run_load, run_retries, Cli, Command};
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
@@ -33,6 +33,7 @@ fn main() -> Result<()> {
             Command::Run(args) => run_load(args, abort).await,
             Command::Ab(args) => run_ab(args, abort).await,
             Command::Callers(args) => run_callers(args, abort).await,
+            Command::Retries(args) => run_retries(args, abort).await,
             Command::Plan(_) => unreachable!(),
         }
     })
