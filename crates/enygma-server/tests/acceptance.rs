@@ -1966,3 +1966,79 @@ async fn every_series_deploy_reads_is_on_metrics() {
     assert!(missing.is_empty(), "not on /metrics: {missing:?}\n{text}");
     server.stop();
 }
+
+/// A proving request sent with an `Idempotency-Key` is proved once: two at once with the same
+/// key and body get one proof (the second waits for the first), the key sent again gets the
+/// kept answer, another body under the key is refused with 422, and a malformed key with 400.
+/// Without the header, the same body is proved again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keyed_request_is_proved_once() {
+    let _serial = serial();
+    let body = generated("transfer-k6", 11);
+    let other = generated("transfer-k6", 12);
+    let server = Server::start(&["--circuits", "transfer-k6"]).await;
+    let path = "/generateProofTransfer-6";
+    let started = |text: &str| metric(text, "enygma_proofs_started_total").unwrap();
+    let before = started(&server.metrics().await);
+    let key = ("Idempotency-Key", "8e03978e-40d5-43e8-bc93-6894a57f9324");
+    let send = |headers: Vec<(&'static str, &'static str)>, body: Vec<u8>| {
+        let addr = server.addr;
+        async move {
+            http::request(addr, "POST", path, &headers, &body, PROVE_TIMEOUT)
+                .await
+                .unwrap()
+        }
+    };
+
+    let (a, b) = tokio::join!(send(vec![key], body.clone()), send(vec![key], body.clone()));
+    for r in [&a, &b] {
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.header("content-type"), Some("application/json; charset=utf-8"));
+    }
+    assert_eq!(a.body, b.body, "the two answers are one proof");
+    // Exactly one of them was proved; the other waited for it.
+    let marked: Vec<Option<&str>> = [&a, &b]
+        .iter()
+        .map(|r| r.header("idempotent-replayed"))
+        .collect();
+    assert!(
+        marked == [None, Some("true")] || marked == [Some("true"), None],
+        "{marked:?}"
+    );
+    assert!(verdict(server.addr, "/verifyProofTransfer-6", a.body.as_bytes()).await);
+    let m = server.metrics().await;
+    assert_eq!(started(&m), before + 1.0, "one proof for two requests");
+    assert_eq!(metric(&m, "enygma_idempotency_waits_total"), Some(1.0));
+
+    // Sent again: the kept answer, no proof.
+    let again = send(vec![key], body.clone()).await;
+    assert_eq!(
+        (again.status, again.header("idempotent-replayed")),
+        (200, Some("true"))
+    );
+    assert_eq!(again.body, a.body);
+
+    // The key with another body: 422 naming the header, nothing proved.
+    let conflict = send(vec![key], other.clone()).await;
+    assert_eq!(conflict.status, 422, "{}", conflict.body);
+    assert!(conflict.error().contains("Idempotency-Key"), "{}", conflict.body);
+    // A malformed key: 400 naming the header.
+    let long: &'static str = Box::leak("k".repeat(256).into_boxed_str());
+    for bad in ["", long] {
+        let r = send(vec![("Idempotency-Key", bad)], body.clone()).await;
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert!(r.error().contains("Idempotency-Key"), "{}", r.body);
+    }
+    let m = server.metrics().await;
+    assert_eq!(started(&m), before + 1.0);
+    assert_eq!(metric(&m, "enygma_idempotency_replays_total"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_idempotency_conflicts_total"), Some(1.0));
+    assert_eq!(metric(&m, "enygma_idempotency_entries"), Some(1.0));
+
+    // Without the header nothing changes: the same body is proved again.
+    let plain = send(Vec::new(), body.clone()).await;
+    assert_eq!(plain.status, 200, "{}", plain.body);
+    assert_eq!(plain.header("idempotent-replayed"), None);
+    assert_eq!(started(&server.metrics().await), before + 2.0);
+    server.stop();
+}
