@@ -457,12 +457,13 @@ fn idempotency_keeps_answers_ten_minutes_in_64_mib_unless_told_otherwise() {
         assert_eq!((config.ttl, config.memory), expected, "{ttl} {memory}");
     }
     for bad in [
-        ["--idempotency-ttl", "ten minutes"],
-        ["--idempotency-ttl", "-1s"],
-        ["--idempotency-memory", "lots"],
-        ["--idempotency-memory", "-1"],
+        "--idempotency-ttl=ten minutes",
+        "--idempotency-ttl=-1s",
+        "--idempotency-memory=lots",
+        "--idempotency-memory=-1",
     ] {
-        let e = crate::test_support::args(&bad).unwrap_err();
-        assert!(e.contains(bad[0]), "{e}");
+        let e = crate::test_support::args(&[bad]).unwrap_err();
+        let flag = bad.split('=').next().unwrap();
+        assert!(e.contains(flag), "{e}");
     }
 }

@@ -15,7 +15,7 @@ fn transfer6() -> Instance {
     statements::instance("transfer", Some(6)).unwrap()
 }
 
-fn store(config: IdempotencyConfig) -> (Arc<IdempotencyStore>, Arc<Metrics>) {
+fn new_store(config: IdempotencyConfig) -> (Arc<IdempotencyStore>, Arc<Metrics>) {
     let metrics = Arc::new(Metrics::for_instances(&[transfer6()]));
     (IdempotencyStore::new(config, metrics.clone()), metrics)
 }
@@ -86,7 +86,7 @@ async fn conflict(claim: Result<Claim, ApiError>) {
 
 #[tokio::test]
 async fn a_second_request_waits_for_the_first_and_a_later_one_gets_the_answer_again() {
-    let (store, metrics) = store(IdempotencyConfig::default());
+    let (store, metrics) = new_store(IdempotencyConfig::default());
     let caller = Caller::anonymous();
     let digest = digest_of(b"{\"a\":1}");
     let first = lead(store.claim(&caller, transfer6(), "k1", digest));
@@ -130,7 +130,7 @@ async fn a_second_request_waits_for_the_first_and_a_later_one_gets_the_answer_ag
 
 #[tokio::test]
 async fn the_same_key_with_another_body_is_refused_in_flight_and_after() {
-    let (store, metrics) = store(IdempotencyConfig::default());
+    let (store, metrics) = new_store(IdempotencyConfig::default());
     let caller = Caller::anonymous();
     let (one, other) = (digest_of(b"one"), digest_of(b"other"));
     let first = lead(store.claim(&caller, transfer6(), "k", one));
@@ -146,7 +146,7 @@ async fn the_same_key_with_another_body_is_refused_in_flight_and_after() {
 
 #[tokio::test]
 async fn keys_are_per_caller_and_per_instance() {
-    let (store, _) = store(IdempotencyConfig::default());
+    let (store, _) = new_store(IdempotencyConfig::default());
     let bank = crate::caller::check_name("bank-a").unwrap();
     let deposit2 = statements::instance("deposit", Some(2)).unwrap();
     let _first = lead(store.claim(&Caller::anonymous(), transfer6(), "k", digest_of(b"1")));
@@ -157,7 +157,7 @@ async fn keys_are_per_caller_and_per_instance() {
 
 #[tokio::test]
 async fn refusals_for_load_and_failures_are_not_kept_and_waiters_go_on_by_themselves() {
-    let (store, metrics) = store(IdempotencyConfig::default());
+    let (store, metrics) = new_store(IdempotencyConfig::default());
     let caller = Caller::anonymous();
     let digest = digest_of(b"x");
     for status in [
@@ -198,7 +198,7 @@ async fn refusals_for_load_and_failures_are_not_kept_and_waiters_go_on_by_themse
 
 #[tokio::test]
 async fn a_first_request_cancelled_lets_its_waiters_go_on() {
-    let (store, metrics) = store(IdempotencyConfig::default());
+    let (store, metrics) = new_store(IdempotencyConfig::default());
     let caller = Caller::anonymous();
     let digest = digest_of(b"x");
     let first = lead(store.claim(&caller, transfer6(), "k", digest));
@@ -216,7 +216,7 @@ async fn answers_expire_after_the_ttl() {
     let caller = Caller::anonymous();
     let digest = digest_of(b"x");
     // Kept for the TTL ...
-    let (store, _) = store(IdempotencyConfig {
+    let (store, _) = new_store(IdempotencyConfig {
         ttl: Duration::from_secs(3600),
         memory: DEFAULT_MEMORY,
     });
@@ -250,7 +250,7 @@ async fn answers_expire_after_the_ttl() {
 }
 
 fn store_with_ttl_zero() -> (Arc<IdempotencyStore>, Arc<Metrics>) {
-    store(IdempotencyConfig {
+    new_store(IdempotencyConfig {
         ttl: Duration::ZERO,
         memory: DEFAULT_MEMORY,
     })
@@ -261,7 +261,7 @@ async fn the_oldest_answers_go_first_when_the_memory_is_spent() {
     let body = "x".repeat(1000);
     let entry = ENTRY_OVERHEAD + 2 + 1000 + JSON.len() as u64;
     // Room for two answers, not three.
-    let (store, metrics) = store(IdempotencyConfig {
+    let (store, metrics) = new_store(IdempotencyConfig {
         ttl: DEFAULT_TTL,
         memory: 2 * entry + entry / 2,
     });
@@ -287,7 +287,7 @@ async fn the_oldest_answers_go_first_when_the_memory_is_spent() {
     drop(lead(store.claim(&caller, transfer6(), "k1", digest)));
 
     // An answer larger than the whole budget is given to its request and not kept.
-    let (store, metrics) = store(IdempotencyConfig {
+    let (store, metrics) = new_store(IdempotencyConfig {
         ttl: DEFAULT_TTL,
         memory: 1000,
     });
