@@ -108,6 +108,7 @@ pub fn document() -> Value {
         "components": {
             "schemas": schemas,
             "responses": shared_responses(),
+            "parameters": { "IdempotencyKey": idempotency_key() },
             "headers": headers(),
             "securitySchemes": {
                 API_TOKEN: {
@@ -270,10 +271,16 @@ fn shared_responses() -> Value {
         "PayloadTooLarge": json_response(
             "The body is larger than --body-limit (65536 bytes by default).",
             error.clone(), &[]),
+        "ProveBadRequest": json_response(
+            "The body is not a well-formed request of this route (the message names the field, \
+             never its value), the body could not be read, or the Idempotency-Key header is not \
+             1 to 255 visible ASCII characters sent once.",
+            error.clone(), &["Idempotent-Replayed"]),
         "CheckFailed": json_response(
             "A well-formed request that fails one of the statement's rules, found by the native \
-             checks before any proving work; the message names the rule.",
-            error.clone(), &[]),
+             checks before any proving work (the message names the rule); or an Idempotency-Key \
+             this caller already sent with another body.",
+            error.clone(), &["Idempotent-Replayed"]),
         "RequestHeaderFieldsTooLarge": {
             "description": "The request head is larger than --max-header-bytes (HTTP/1.1; \
                 HTTP/2 resets the stream). Answered by the transport, without a body.",
@@ -332,7 +339,7 @@ fn prove_operation(instance: &Instance, stem: &str) -> Value {
              for a proving slot (shared by every statement and k) and answers the Groth16 \
              proof, verified before it is returned.", d.name),
         "security": api_security(),
-        "parameters": [idempotency_key()],
+        "parameters": [{ "$ref": "#/components/parameters/IdempotencyKey" }],
         "requestBody": {
             "required": true,
             "content": { JSON: {
@@ -346,24 +353,12 @@ fn prove_operation(instance: &Instance, stem: &str) -> Value {
                 schema_ref(&proof_name(instance)),
                 &["Server-Timing", "Idempotent-Replayed"],
             ),
-            "400": json_response(
-                "The body is not a well-formed request of this route (the message names the \
-                 field, never its value), the body could not be read, or the Idempotency-Key \
-                 header is not 1 to 255 visible ASCII characters sent once.",
-                schema_ref("Error"),
-                &["Idempotent-Replayed"],
-            ),
+            "400": response_ref("ProveBadRequest"),
             "401": response_ref("Unauthorized"),
             "404": not_hosted(instance),
             "408": response_ref("RequestTimeout"),
             "413": response_ref("PayloadTooLarge"),
-            "422": json_response(
-                "A well-formed request that fails one of the statement's rules, found by the \
-                 native checks before any proving work (the message names the rule); or an \
-                 Idempotency-Key this caller already sent with another body.",
-                schema_ref("Error"),
-                &["Idempotent-Replayed"],
-            ),
+            "422": response_ref("CheckFailed"),
             "429": response_ref("TooManyFailedAuthentications"),
             "431": response_ref("RequestHeaderFieldsTooLarge"),
             "500": response_ref("Internal"),
