@@ -153,7 +153,9 @@ pub fn router<B: ProofBackend>(state: Arc<AppState<B>>) -> Router {
                           Extension(ctx): Extension<ReqCtx>,
                           k: Option<Path<String>>,
                           headers: HeaderMap,
-                          body: Body| prove(statement, st, ctx, k, headers, body),
+                          body: Body| {
+                        prove(statement, st, ctx, k, headers, body)
+                    },
                 ),
             )
             .route(
@@ -425,7 +427,11 @@ async fn keyed<B: ProofBackend>(job: ProofJob<B>, key: &str) -> Result<Response,
     let caller = job.ctx.caller();
     let digest = idempotency::digest_of(&job.body);
     loop {
-        match job.st.idempotency.claim(&caller, job.instance, key, digest)? {
+        match job
+            .st
+            .idempotency
+            .claim(&caller, job.instance, key, digest)?
+        {
             Claim::Replay(answer) => return Ok(answer.replay()),
             Claim::Wait(wait) => {
                 if let Some(answer) = wait.answer().await {

@@ -59,8 +59,7 @@ pub(crate) static IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempot
 
 /// Set on an answer that an earlier request with the same key caused: given again after it
 /// was answered, or to a request that waited for it.
-pub(crate) static IDEMPOTENT_REPLAYED: HeaderName =
-    HeaderName::from_static("idempotent-replayed");
+pub(crate) static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 /// Longest key: a UUID is 36 characters, a ULID 26; 255 leaves room for a prefix of the
 /// gateway's own, and bounds what an entry costs.
@@ -172,7 +171,10 @@ impl KeptAnswer {
         if let Some(ct) = &self.content_type {
             headers.insert(CONTENT_TYPE, ct.clone());
         }
-        headers.insert(IDEMPOTENT_REPLAYED.clone(), HeaderValue::from_static("true"));
+        headers.insert(
+            IDEMPOTENT_REPLAYED.clone(),
+            HeaderValue::from_static("true"),
+        );
         if let Some(note) = &self.note {
             resp.extensions_mut().insert(ErrorNote(note.clone()));
         }
@@ -385,9 +387,7 @@ impl IdempotencyStore {
     fn settle(&self, key: EntryKey, id: u64, answer: Option<Arc<KeptAnswer>>) {
         let mut inner = self.lock();
         let digest = match inner.entries.get(&key) {
-            Some(Entry::InFlight {
-                digest, id: e, ..
-            }) if *e == id => *digest,
+            Some(Entry::InFlight { digest, id: e, .. }) if *e == id => *digest,
             // Not this request's entry (cannot happen: only its lead settles it).
             _ => return,
         };

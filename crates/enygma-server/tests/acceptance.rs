@@ -1993,7 +1993,10 @@ async fn a_keyed_request_is_proved_once() {
     let (a, b) = tokio::join!(send(vec![key], body.clone()), send(vec![key], body.clone()));
     for r in [&a, &b] {
         assert_eq!(r.status, 200, "{}", r.body);
-        assert_eq!(r.header("content-type"), Some("application/json; charset=utf-8"));
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/json; charset=utf-8")
+        );
     }
     assert_eq!(a.body, b.body, "the two answers are one proof");
     // Exactly one of them was proved; the other waited for it.
@@ -2021,7 +2024,11 @@ async fn a_keyed_request_is_proved_once() {
     // The key with another body: 422 naming the header, nothing proved.
     let conflict = send(vec![key], other.clone()).await;
     assert_eq!(conflict.status, 422, "{}", conflict.body);
-    assert!(conflict.error().contains("Idempotency-Key"), "{}", conflict.body);
+    assert!(
+        conflict.error().contains("Idempotency-Key"),
+        "{}",
+        conflict.body
+    );
     // A malformed key: 400 naming the header.
     let long: &'static str = Box::leak("k".repeat(256).into_boxed_str());
     for bad in ["", long] {

@@ -446,13 +446,9 @@ fn idempotency_keeps_answers_ten_minutes_in_64_mib_unless_told_otherwise() {
         ("2m", "0", (Duration::from_secs(120), 0)),
         ("1h", "4096", (Duration::from_secs(3600), 4096)),
     ] {
-        let args = crate::test_support::args(&[
-            "--idempotency-ttl",
-            ttl,
-            "--idempotency-memory",
-            memory,
-        ])
-        .unwrap();
+        let args =
+            crate::test_support::args(&["--idempotency-ttl", ttl, "--idempotency-memory", memory])
+                .unwrap();
         let config = Config::from_args(&args).unwrap().idempotency;
         assert_eq!((config.ttl, config.memory), expected, "{ttl} {memory}");
     }

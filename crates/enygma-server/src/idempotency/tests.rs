@@ -274,7 +274,10 @@ async fn the_oldest_answers_go_first_when_the_memory_is_spent() {
     }
     let text = page(&metrics);
     assert_eq!(
-        metric(&text, "enygma_idempotency_evictions_total{reason=\"memory\"}"),
+        metric(
+            &text,
+            "enygma_idempotency_evictions_total{reason=\"memory\"}"
+        ),
         Some(1.0)
     );
     assert_eq!(
@@ -299,7 +302,10 @@ async fn the_oldest_answers_go_first_when_the_memory_is_spent() {
     let text = page(&metrics);
     assert_eq!(metric(&text, "enygma_idempotency_entries"), Some(0.0));
     assert_eq!(
-        metric(&text, "enygma_idempotency_evictions_total{reason=\"memory\"}"),
+        metric(
+            &text,
+            "enygma_idempotency_evictions_total{reason=\"memory\"}"
+        ),
         Some(1.0)
     );
 }
