@@ -10,7 +10,10 @@
 //!   with 400 (bad k, malformed or non-canonical input; the message names the field), 404 (the
 //!   instance is not hosted here, see `--circuits`), 413 (body over the limit), 422 (a check
 //!   fails; the message names it), 503 + `Retry-After` (queue full, or keys still loading), 504
-//!   (queue timeout), 500 (prover failure).
+//!   (queue timeout), 500 (prover failure). With an `Idempotency-Key` header a request is
+//!   proved once however often it is sent: the same request in flight is waited for, an
+//!   answered one gets its kept answer again, another body under the key gets 422
+//!   (`idempotency`).
 //! - A verify route takes a 200 body of the same instance's prove route and answers
 //!   `{"valid": true|false}`. They share their own small limit and queue and never wait behind
 //!   proofs.
