@@ -89,13 +89,16 @@ run() { # run NAME [--idempotency-keys]
     >"$OUT/$name/metrics.prom" || true
 }
 
+# The machine's load when the runs start: other work on it slows the proofs down (not the
+# proofs per distinct request, as long as answers take longer than the retry timeout).
+LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 run no-keys
 run keys --idempotency-keys
 
 # The summary, from the two reports.
-python3 - "$OUT" "$CIRCUIT" "$CPU" "$QUICK" <<'EOF' >"$OUT/README.md"
+python3 - "$OUT" "$CIRCUIT" "$CPU" "$QUICK" "$LOAD" <<'EOF' >"$OUT/README.md"
 import json, sys
-out, circuit, cpu, quick = sys.argv[1:]
+out, circuit, cpu, quick, load = sys.argv[1:]
 runs = {n: json.load(open(f"{out}/{n}/report.json")) for n in ["no-keys", "keys"]}
 first = runs["no-keys"]
 m = first["machine"]
@@ -108,7 +111,7 @@ print("# A gateway that retries after a timeout, with and without idempotency ke
 print(f"{first['generated_at'][:10]}, {cpu} ({ifma} AVX-512 IFMA), {m['available_parallelism']} CPUs "
       f"available, {m['mem_total_mb']} MB, kernel {m['kernel']}; the release enygma-server with its "
       f"defaults and `--circuits {circuit}`, one server for both runs, on 127.0.0.1 beside the load "
-      f"generator.\n")
+      f"generator; load average {load} when the runs started.\n")
 print(f"The gateway keeps {first['concurrency']} distinct requests in flight for {first['duration_s']:.0f} s; "
       f"an attempt without an answer after {first['retry_after_timeout_s']:.1f} s is abandoned and sent "
       f"again, at most {first['max_retries']} times (the last attempt waits up to 300 s). The proofs "
