@@ -652,9 +652,10 @@ impl Prover {
         Ok(())
     }
 
-    /// Builds the fixed-base MSM tables of one loaded instance on the current rayon pool and
-    /// lets the proofs that start from then on use them (those already running go on without).
-    /// Returns the tables' bytes. Tables already built are kept as they are.
+    /// Builds the fixed-base MSM tables of one loaded instance on the current rayon pool (or
+    /// reads them from the cache directory, when kept there for this key) and lets the proofs
+    /// that start from then on use them (those already running go on without). Returns the
+    /// tables' bytes. Tables already built are kept as they are.
     pub fn build_tables(&self, instance: Instance) -> Result<usize, ProveError> {
         let keys = self.keys(instance)?;
         if let Some(tables) = keys.tables() {

@@ -90,11 +90,12 @@ impl<B: ProofBackend> AppState<B> {
     }
 
     /// Makes the service ready. Only the first call has an effect.
-    pub fn set_backend(&self, backend: B) {
+    pub fn set_backend(&self, backend: impl Into<Arc<B>>) {
+        let backend = backend.into();
         if self.backend.get().is_none() {
             self.tables.attach(&backend, &self.hosted);
         }
-        let _ = self.backend.set(Arc::new(backend));
+        let _ = self.backend.set(backend);
     }
 
     pub fn backend(&self) -> Option<Arc<B>> {

@@ -25,6 +25,13 @@ pub trait ProofBackend: Send + Sync + 'static {
     /// Verifies a proof of `instance` given as the JSON body that its prove route answered.
     fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError>;
 
+    /// A valid request whose proof stands for the traffic, prepared: what the start-up
+    /// calibration of the service-time estimate proves. `None` when this prover has none
+    /// (the tests' fakes), and the estimate keeps its seed.
+    fn calibration_request(&self) -> Option<(Instance, Self::Prepared)> {
+        None
+    }
+
     /// What each loaded key is (its origin and QAP reduction), in the order of the hosted
     /// instances: what `/readyz` and the `enygma_key_info` metric report. A prover without key
     /// files (the tests' fakes) reports none.

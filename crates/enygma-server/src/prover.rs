@@ -3,7 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use enygma_prover::{keys, statements::Instance, MissingKeys, Prepared, Prover};
+use enygma_prover::{
+    keys,
+    statements::{self, Instance, RequestSpec},
+    MissingKeys, Prepared, Prover,
+};
+use rand::SeedableRng;
 
 use crate::backend::{BackendError, KeyRecord, ProofBackend, ProofOutput};
 
@@ -85,6 +90,27 @@ impl ProofBackend for RealBackend {
     fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError> {
         let response = enygma_prover::parse_proof_response(instance, proof_json)?;
         Ok(self.0.verify(instance, &response)?)
+    }
+
+    /// A generated request of transfer-k6 when hosted (the statement the default estimate and
+    /// most payment traffic are), else of the hosted instance with the most constraints: a
+    /// server of small statements is measured on its largest, the safe side for shedding.
+    fn calibration_request(&self) -> Option<(Instance, Prepared)> {
+        let instance = statements::by_stem("transfer-k6")
+            .filter(|&i| self.0.circuit(i).is_some())
+            .or_else(|| {
+                self.0
+                    .instances()
+                    .max_by_key(|&i| self.0.circuit(i).map_or(0, |c| c.shape.info.constraints))
+            })?;
+        // A fixed seed: the same request on every start, so starts measure the same work.
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x656e_7967_6d61);
+        let body = instance
+            .generate(&RequestSpec::default(), &mut rng)
+            .ok()?
+            .to_string();
+        let prepared = self.0.prepare(instance, body.as_bytes()).ok()?;
+        Some((instance, prepared))
     }
 
     fn keys(&self) -> Vec<(Instance, KeyRecord)> {

@@ -149,6 +149,8 @@ where
                 let start = Instant::now();
                 let outcome = match tokio::task::spawn_blocking(load).await {
                     Ok(Ok(backend)) => {
+                        let backend = Arc::new(backend);
+                        calibrate_service_time(&state, &backend).await;
                         state.set_backend(backend);
                         tracing::info!(
                             elapsed_ms = start.elapsed().as_millis() as u64,
@@ -218,6 +220,42 @@ where
             tracing::info!("drained; exiting");
             Exit::Clean
         }
+    }
+}
+
+/// Measures the proving queue's service-time estimate on this machine before the service is
+/// ready (see `Admission::calibrate`): one proof of the backend's calibration request. The
+/// estimate seeded from another CPU would admit a burst this one cannot clear in time (or shed
+/// one it could); after this, the observed proofs move it as before.
+async fn calibrate_service_time<B: ProofBackend>(state: &AppState<B>, backend: &Arc<B>) {
+    if !state.admission.calibrates() {
+        return;
+    }
+    let seed = state.admission.prove_gauges().service_time;
+    let request = {
+        let backend = backend.clone();
+        tokio::task::spawn_blocking(move || backend.calibration_request()).await
+    };
+    let Ok(Some((instance, prepared))) = request else {
+        return;
+    };
+    let job = {
+        let backend = backend.clone();
+        move || backend.prove(&prepared).is_ok()
+    };
+    let started = Instant::now();
+    match state.admission.calibrate(job).await {
+        Some(estimate) => tracing::info!(
+            circuit = %instance,
+            proof_ms = started.elapsed().as_millis() as u64,
+            expected_service_time_s = estimate.as_secs_f64(),
+            seed_s = seed.map(|d| d.as_secs_f64()),
+            "service-time estimate measured on this machine"
+        ),
+        None => tracing::warn!(
+            circuit = %instance,
+            "the service-time calibration proof failed; the estimate keeps its seed"
+        ),
     }
 }
 

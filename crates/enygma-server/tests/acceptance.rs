@@ -1740,11 +1740,16 @@ fn require_ceremony_keys_refuses_development_keys() {
 
 /// Tables follow the traffic, on the smallest instance: a replica hosting ownership-721 starts
 /// without tables, builds them in the background after the instance's second proof, and proves
-/// with them from then on; that proof still verifies.
+/// with them from then on; that proof still verifies. The tables are kept in the cache
+/// directory: a restarted replica reads them back at the same point instead of building them,
+/// and its proofs with them verify; a kept file that is damaged is built again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_are_built_for_the_instance_that_receives_proofs() {
     let _serial = serial();
-    let server = Server::start(&["--circuits", "ownership-721"]).await;
+    let cache = std::env::temp_dir().join(format!("enygma-table-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let cache_arg = cache.to_str().unwrap();
+    let server = Server::start(&["--circuits", "ownership-721", "--cache-dir", cache_arg]).await;
     let labels = r#"statement="ownership-721",k="none""#;
     let series = |name: &str, extra: &str| format!("{name}{{{labels}{extra}}}");
     let metrics = server.metrics().await;
@@ -1755,6 +1760,23 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
     );
     let budget = metric(&metrics, "enygma_table_memory_budget_bytes").unwrap();
     assert!(budget > 64.0 * 1024.0 * 1024.0, "default budget {budget}");
+    // Before it was ready, the server measured its service-time estimate with a proof of its
+    // largest instance (the only one here), which is not counted as a proof.
+    let calibration: serde_json::Value = server
+        .logs()
+        .iter()
+        .find(|l| l.contains("service-time estimate measured on this machine"))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .expect("no calibration line in the log");
+    assert_eq!(calibration["circuit"], "ownership-721");
+    assert_eq!(
+        metric(
+            &metrics,
+            r#"enygma_service_time_estimate_seconds{queue="prove"}"#
+        ),
+        calibration["expected_service_time_s"].as_f64()
+    );
+    assert_eq!(metric(&metrics, "enygma_proofs_started_total"), Some(0.0));
 
     let prove = |seed: u64| {
         let body = generated_dvp("ownership-721", 0, seed);
@@ -1809,6 +1831,82 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
             .any(|l| l.contains("precomputed MSM tables built") && l.contains("ownership-721")),
         "no build line in the log"
     );
+
+    // A restart: the same traffic reads the kept tables back, and the proofs with them verify.
+    // (the seeds of its three proofs, how the tables become resident)
+    let restart = |seeds: [u64; 3], outcome: &'static str| {
+        let cache_arg = cache_arg.to_owned();
+        async move {
+            let server =
+                Server::start(&["--circuits", "ownership-721", "--cache-dir", &cache_arg]).await;
+            for seed in &seeds[..2] {
+                let body = generated_dvp("ownership-721", 0, *seed);
+                let r = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                    .await
+                    .unwrap();
+                assert_eq!(r.status, 200, "{}", r.body);
+            }
+            server
+                .wait_metric(
+                    &series(
+                        "enygma_table_builds_finished_total",
+                        &format!(",outcome=\"{outcome}\""),
+                    ),
+                    1.0,
+                )
+                .await;
+            let body = generated_dvp("ownership-721", 0, seeds[2]);
+            let proof = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                .await
+                .unwrap();
+            assert_eq!(proof.status, 200, "{}", proof.body);
+            assert!(verdict(server.addr, "/verify-ownership-721", proof.body.as_bytes()).await);
+            assert_eq!(
+                metric(
+                    &server.metrics().await,
+                    &series("enygma_table_proofs_total", r#",tables="hit""#)
+                ),
+                Some(1.0)
+            );
+            server.stop()
+        }
+    };
+    let read_back = |logs: &[String]| {
+        logs.iter().any(|l| {
+            l.contains("precomputed MSM tables read from the cache") && l.contains("ownership-721")
+        })
+    };
+    let logs = restart([34, 35, 36], "read").await;
+    assert!(read_back(&logs), "the kept tables were not read back");
+    assert!(
+        !logs
+            .iter()
+            .any(|l| l.contains("precomputed MSM tables built")),
+        "tables built although kept"
+    );
+
+    // A kept table file cut short is refused (its digest no longer matches) and built again.
+    let tables: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tables"))
+        .collect();
+    assert_eq!(tables.len(), 1, "one kept table file: {tables:?}");
+    let len = std::fs::metadata(&tables[0]).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tables[0])
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let logs = restart([37, 38, 39], "built").await;
+    assert!(!read_back(&logs), "a damaged table file was read");
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("precomputed MSM tables built") && l.contains("ownership-721")),
+        "the damaged tables were not built again"
+    );
+    let _ = std::fs::remove_dir_all(&cache);
 }
 
 /// A server that hosts the hidden sender's transfer (named in `--circuits`; no server hosts it

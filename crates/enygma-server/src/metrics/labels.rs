@@ -56,6 +56,8 @@ label_values! {
     /// How a background build of precomputed MSM tables ended (`outcome`).
     BuildOutcome {
         Built => "built",
+        /// Read from the cache directory, where an earlier run kept them for the same key.
+        Read => "read",
         /// The instance proves without tables.
         Failed => "failed",
     }

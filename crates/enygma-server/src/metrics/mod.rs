@@ -35,12 +35,12 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use labels::{
-    AuthLabels, BuildLabels, BuildOutcome, InstanceLabels, KeyLabels, QueueLabels, RequestLabels,
+    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, QueueLabels, RequestLabels,
     TableBuildLabels, TableProofLabels, TableUse, K,
 };
 use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
 
-pub use labels::{AuthFailure, AuthScope, QueueKind};
+pub use labels::{AuthFailure, AuthScope, BuildOutcome, QueueKind};
 pub use scraped::{CallerShare, ConnectionCounters, QueueCounters, QueueGauges};
 
 /// The `Content-Type` of `/metrics`: the Prometheus text format, version 0.0.4.
@@ -186,7 +186,11 @@ impl Metrics {
                     tables,
                 });
             }
-            for outcome in [BuildOutcome::Built, BuildOutcome::Failed] {
+            for outcome in [
+                BuildOutcome::Built,
+                BuildOutcome::Read,
+                BuildOutcome::Failed,
+            ] {
                 t.builds_finished.get_or_create_owned(&TableBuildLabels {
                     instance: labels.clone(),
                     outcome,
@@ -282,7 +286,7 @@ impl Metrics {
         );
         r.register(
             "enygma_table_builds_finished",
-            "Background builds of precomputed MSM tables finished, by outcome (built, failed: the instance proves without)",
+            "Background builds of precomputed MSM tables finished, by outcome (built, read from the cache, failed: the instance proves without)",
             t.builds_finished.clone(),
         );
         r.register(
@@ -338,18 +342,13 @@ impl Metrics {
         }
     }
 
-    /// A build of `instance`'s tables ended after `took`: built, or failed.
-    pub fn table_build_finished(&self, instance: Instance, took: Duration, built: bool) {
+    /// A build of `instance`'s tables ended after `took`: built, read from the cache, or failed.
+    pub fn table_build_finished(&self, instance: Instance, took: Duration, outcome: BuildOutcome) {
         if let Some(labels) = self.hosted(instance) {
             let t = &self.tables;
             t.build_seconds
                 .get_or_create(&labels)
                 .observe(took.as_secs_f64());
-            let outcome = if built {
-                BuildOutcome::Built
-            } else {
-                BuildOutcome::Failed
-            };
             t.builds_finished
                 .get_or_create(&TableBuildLabels {
                     instance: labels,
@@ -770,7 +769,7 @@ mod tests {
             m.table_proof(instance, false);
             m.table_proof(instance, true);
             m.table_build_started(instance);
-            m.table_build_finished(instance, Duration::from_secs(3), true);
+            m.table_build_finished(instance, Duration::from_secs(3), BuildOutcome::Built);
             m.table_bytes(instance, 4096);
         }
         m.table_evicted(transfer6);
@@ -781,6 +780,7 @@ mod tests {
             "enygma_table_proofs_total{statement=\"transfer\",k=\"6\",tables=\"miss\"} 1",
             "enygma_table_builds_started_total{statement=\"transfer\",k=\"6\"} 1",
             "enygma_table_builds_finished_total{statement=\"transfer\",k=\"6\",outcome=\"built\"} 1",
+            "enygma_table_builds_finished_total{statement=\"transfer\",k=\"6\",outcome=\"read\"} 0",
             "enygma_table_builds_finished_total{statement=\"transfer\",k=\"6\",outcome=\"failed\"} 0",
             "enygma_table_build_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"5\"} 1",
             "enygma_table_evictions_total{statement=\"transfer\",k=\"6\"} 1",
