@@ -6,6 +6,7 @@
 
 pub use enygma_prover::keys::KeyRecord;
 pub use enygma_prover::statements::Instance;
+pub use enygma_prover::KeyReload;
 use enygma_prover::ProveError;
 use std::time::Duration;
 
@@ -32,10 +33,17 @@ pub trait ProofBackend: Send + Sync + 'static {
         None
     }
 
-    /// What each loaded key is (its origin and QAP reduction), in the order of the hosted
-    /// instances: what `/readyz` and the `enygma_key_info` metric report. A prover without key
-    /// files (the tests' fakes) reports none.
-    fn keys(&self) -> Vec<(Instance, KeyRecord)> {
+    /// What each loaded key is (its origin, QAP reduction and file digest), in the order of
+    /// the hosted instances: what `/readyz` and the `enygma_key_info` metric report. A prover
+    /// without key files (the tests' fakes) reports none.
+    fn keys(&self) -> Vec<LoadedKey> {
+        Vec::new()
+    }
+
+    /// Replaces the keys whose files changed, each once loaded and checked (see
+    /// `enygma_prover::Prover::reload_keys`); what it did with each instance. Slow: called on
+    /// the blocking pool. A prover without key files has nothing to reload.
+    fn reload_keys(&self) -> Vec<(Instance, KeyReload)> {
         Vec::new()
     }
 
@@ -64,6 +72,15 @@ pub trait ProofBackend: Send + Sync + 'static {
     }
 }
 
+/// A loaded key as `/readyz` and `enygma_key_info` report it.
+#[derive(Clone, Debug)]
+pub struct LoadedKey {
+    pub instance: Instance,
+    pub record: KeyRecord,
+    /// The SHA-256 of its proving key file.
+    pub sha256: [u8; 32],
+}
+
 /// A finished proof: the 200 body, already serialised, and where the time went.
 #[derive(Clone, Debug)]
 pub struct ProofOutput {
@@ -72,6 +89,10 @@ pub struct ProofOutput {
     pub prove: Duration,
     /// Whether the proof used precomputed MSM tables.
     pub precomputed: bool,
+    /// The SHA-256 of the proving key file the proof was made with, when the prover has key
+    /// files: answered in a header, so that a client can tell which key a proof is for while
+    /// keys are replaced.
+    pub key_sha256: Option<[u8; 32]>,
 }
 
 /// Why a request could not be served. Messages must be safe to return and log: they may name a

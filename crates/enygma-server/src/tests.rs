@@ -134,6 +134,7 @@ impl ProofBackend for Fake {
                 witness: Duration::from_millis(1),
                 prove: end - start,
                 precomputed: false,
+                key_sha256: None,
             }),
         }
     }

@@ -35,8 +35,8 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use labels::{
-    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, QueueLabels, RequestLabels,
-    TableBuildLabels, TableProofLabels, TableUse, K,
+    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, KeyReloadLabels, KeyReloadResult,
+    QueueLabels, RequestLabels, TableBuildLabels, TableProofLabels, TableUse, K,
 };
 use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
 
@@ -88,6 +88,7 @@ pub struct Metrics {
     /// Failed authentications answered 429: their address had spent its allowance.
     auth_failures_limited: Counter,
     auth_rejected: Family<AuthLabels, Counter>,
+    key_reloads: Family<KeyReloadLabels, Counter>,
     pub connections: Arc<ConnectionCounters>,
     tables: TableFamilies,
 }
@@ -143,6 +144,7 @@ impl Metrics {
             checks_refused: Counter::default(),
             auth_failures_limited: Counter::default(),
             auth_rejected: Family::default(),
+            key_reloads: Family::default(),
             connections: Arc::default(),
             tables: TableFamilies {
                 budget: Amount::default(),
@@ -165,6 +167,10 @@ impl Metrics {
     fn initialise_series(&self) {
         for queue in QueueKind::ALL {
             self.queue_wait.get_or_create_owned(&QueueLabels { queue });
+        }
+        for result in [KeyReloadResult::Replaced, KeyReloadResult::Refused] {
+            self.key_reloads
+                .get_or_create_owned(&KeyReloadLabels { result });
         }
         for scope in [AuthScope::Api, AuthScope::Metrics] {
             for reason in [AuthFailure::Missing, AuthFailure::Invalid] {
@@ -301,6 +307,11 @@ impl Metrics {
         );
         r.register_collector(Box::new(self.connections.clone()));
         r.register(
+            "enygma_key_reloads",
+            "Changed proving key files met by a reload (SIGHUP), by result (replaced, refused: the loaded key stays)",
+            self.key_reloads.clone(),
+        );
+        r.register(
             "enygma_auth_rejected",
             "Requests answered 401 by scope (api, metrics) and reason (missing, invalid token)",
             self.auth_rejected.clone(),
@@ -371,6 +382,18 @@ impl Metrics {
             self.tables.evictions.get_or_create(&labels).inc();
             self.tables.bytes.get_or_create(&labels).set(0);
         }
+    }
+
+    /// Counts a changed proving key file a reload replaced, or refused.
+    pub fn key_reloaded(&self, replaced: bool) {
+        let result = if replaced {
+            KeyReloadResult::Replaced
+        } else {
+            KeyReloadResult::Refused
+        };
+        self.key_reloads
+            .get_or_create(&KeyReloadLabels { result })
+            .inc();
     }
 
     /// Counts a request refused with 401.
@@ -499,13 +522,14 @@ pub fn render_caller_shares(out: &mut String, shares: Vec<CallerShare>) {
 
 /// Appends `enygma_key_info`: one series per loaded key, saying where its toxic waste went (the
 /// alert on production deployments that run other than ceremony keys reads it).
-pub fn render_key_info(out: &mut String, keys: &[(Instance, enygma_prover::keys::KeyRecord)]) {
+pub fn render_key_info(out: &mut String, keys: &[crate::backend::LoadedKey]) {
     let keys = keys
         .iter()
-        .map(|(instance, record)| KeyLabels {
-            instance: InstanceLabels::from(*instance),
-            origin: record.origin.kind(),
-            reduction: record.reduction.name(),
+        .map(|key| KeyLabels {
+            instance: InstanceLabels::from(key.instance),
+            origin: key.record.origin.kind(),
+            reduction: key.record.reduction.name(),
+            sha256: hex::encode(key.sha256),
         })
         .collect();
     let mut registry = Registry::default();
@@ -649,6 +673,7 @@ mod tests {
         ("enygma_draining", "gauge"),
         ("enygma_http_requests_total", "counter"),
         ("enygma_key_info", "gauge"),
+        ("enygma_key_reloads_total", "counter"),
         ("enygma_max_inflight", "gauge"),
         ("enygma_proof_panics_total", "counter"),
         ("enygma_proofs_discarded_total", "counter"),
@@ -704,7 +729,11 @@ mod tests {
         );
         render_key_info(
             &mut text,
-            &[(transfer6, enygma_prover::keys::KeyRecord::DEVELOPMENT)],
+            &[crate::backend::LoadedKey {
+                instance: transfer6,
+                record: enygma_prover::keys::KeyRecord::DEVELOPMENT,
+                sha256: [0xab; 32],
+            }],
         );
         text
     }
@@ -754,7 +783,7 @@ mod tests {
         assert!(text.contains("enygma_service_time_estimate_seconds{queue=\"prove\"} 0.35"));
         assert!(!text.contains("enygma_service_time_estimate_seconds{queue=\"verify\"}"));
         assert!(text.contains(
-            "enygma_key_info{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\"} 1"
+            &format!("enygma_key_info{{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\",sha256=\"{}\"}} 1", "ab".repeat(32))
         ));
         assert!(text.contains("enygma_caller_weight{caller=\"anonymous\"} 1"));
     }
