@@ -9,8 +9,10 @@
 #
 # Env: SERVER (default target/release/enygma-server), KEYS (default keys; missing keys are
 # created at start), SAMPLE (default ../shared/reference/requests/transfer-k6.json beside the
-# repository), N (default 100), PORT (default 3013). Only --bind 127.0.0.1 and --port are
-# given: every capacity flag keeps its default. Talks to 127.0.0.1 only.
+# repository), N (default 100), PORT (default 3013), BUSY_CPU (unset; a CPU number: a busy loop
+# pinned to that CPU runs from before the server starts to the end of the burst, "another
+# process using one core"). Only --bind 127.0.0.1 and --port are given: every capacity flag
+# keeps its default. Talks to 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +23,13 @@ N=${N:-100}
 PORT=${PORT:-3013}
 URL="http://127.0.0.1:$PORT"
 work=$(mktemp -d)
-trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+pid=""
+busy=""
+trap 'kill "$pid" $busy 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+if [ -n "${BUSY_CPU:-}" ]; then
+  taskset -c "$BUSY_CPU" sh -c 'while :; do :; done' &
+  busy=$!
+fi
 
 [ -f "$SAMPLE" ] || { echo "no sample at $SAMPLE (set SAMPLE)" >&2; exit 1; }
 "$SERVER" --bind 127.0.0.1 --port "$PORT" --keys-dir "$KEYS" --log-format json \
@@ -36,6 +44,7 @@ for _ in $(seq 1 3000); do
 done
 curl -fs "$URL/readyz" >/dev/null || { echo "server not ready" >&2; exit 1; }
 rss_ready=$(rss_kb)
+estimate_ready=$(curl -fs "$URL/metrics" | awk '$1 == "enygma_service_time_estimate_seconds{queue=\"prove\"}" {print $2}')
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Sample the resident memory during the burst.
@@ -48,6 +57,7 @@ seq "$N" | xargs -P "$N" -I{} curl -s -o /dev/null --max-time 600 \
   --data-binary @"$SAMPLE" "$URL/generateProofTransfer-6" >"$work/results"
 end=$(date +%s.%N)
 kill "$sampler" 2>/dev/null || true
+[ -z "$busy" ] || { kill "$busy"; busy=""; }
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 metrics=$(curl -fs "$URL/metrics")
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status")
@@ -63,6 +73,10 @@ echo "- Machine: $(lscpu | awk -F: '/^Model name/ {gsub(/^ +/, "", $2); print $2
 echo "- Load average (1, 5, 15 min) before the burst: $load_before; after: $load_after"
 echo "- Server: \`$SERVER --bind 127.0.0.1 --port $PORT --keys-dir $KEYS\` (every capacity flag at its default)"
 echo "- Request: \`$(basename "$SAMPLE")\` sent $N times at once (\`xargs -P $N curl\`, one connection each)"
+if [ -n "${BUSY_CPU:-}" ]; then
+  echo "- Another process: a busy loop pinned to CPU $BUSY_CPU from before the start to the end of the burst"
+fi
+echo "- Service-time estimate when ready: ${estimate_ready:-none} s (measured at start unless --expected-service-time)"
 echo
 echo "| status | count |"
 echo "|---|---:|"

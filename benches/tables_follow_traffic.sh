@@ -16,6 +16,8 @@
 # tables (143.5 MiB), then ownership-721's (29.9 MiB), which evicts them: RSS at each step shows
 # whether the evicted tables' memory goes back to the kernel.
 #
+# The servers keep no cache (`--cache-dir none`): these runs measure builds, which tables kept by
+# an earlier run would skip (benches/startup.sh measures that).
 # Nothing else should run on the machine meanwhile (the script takes no lock itself).
 # Writes OUT (default benches/results/<date>-<cpu>-tables-follow-traffic/): summary.tsv (one line
 # per server and step), one directory per loadgen run (report.json, report.md, requests.csv),
@@ -56,7 +58,7 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$SUMMARY"; }
 start_server() { # NAME FLAGS...
   local name=$1; shift
   "$BIN/enygma-server" --bind 127.0.0.1 --port "$PORT" --admin-bind "127.0.0.1:$ADMIN_PORT" \
-    --keys-dir "$KEYS" --log-format json "$@" > "$OUT/$name.log" 2>&1 &
+    --keys-dir "$KEYS" --log-format json --cache-dir none "$@" > "$OUT/$name.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 1200); do
     curl -sf "$ADMIN/readyz" > /dev/null && return 0

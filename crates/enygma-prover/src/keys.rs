@@ -304,6 +304,15 @@ pub fn read_record(path: &Path) -> Result<KeyRecord, KeyError> {
     }
 }
 
+/// The SHA-256 of a file, read in blocks: how a reload tells a replaced key file from the one
+/// loaded without parsing it.
+pub fn file_sha256(path: &Path) -> Result<[u8; 32], KeyError> {
+    let mut file = BufReader::with_capacity(1 << 20, fs::File::open(path).map_err(io(path))?);
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(io(path))?;
+    Ok(hasher.finalize().into())
+}
+
 /// A proving key as loaded from its file.
 pub struct LoadedProvingKey {
     pub key: ProvingKey<Bn254>,

@@ -391,6 +391,12 @@ fn load_in_parallel<T: Send>(
     loaded.into_iter().map(|(_, result)| result).collect()
 }
 
+/// An instance's keys as they are now. A panic while the lock was held cannot leave the `Arc`
+/// half-written: use it as is.
+fn current(keys: &RwLock<Arc<CircuitKeys>>) -> Arc<CircuitKeys> {
+    keys.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// Bytes in MiB with one decimal, for log fields.
 fn mib(bytes: usize) -> f64 {
     (bytes as f64 / (1 << 20) as f64 * 10.0).round() / 10.0
@@ -446,16 +452,40 @@ pub struct ProveTimings {
     pub prove: Duration,
     /// Whether the MSMs used the instance's precomputed tables.
     pub precomputed: bool,
+    /// The SHA-256 of the proving key's file the proof was made with (and checked against):
+    /// with keys replaced while serving, which of them a proof is for.
+    pub key_sha256: [u8; 32],
     /// The proof's own phases (part of `prove`): where a proof's time went, for benchmarks.
     pub phases: groth16::PhaseTimings,
 }
 
 /// Keys and matrices for a set of instances (by default all of them).
 pub struct Prover {
-    /// In registry order.
-    circuits: Vec<CircuitKeys>,
+    /// In registry order; each instance's keys replaceable while serving
+    /// ([`Prover::reload_keys`]): a proof holds the keys it started with until it ends.
+    circuits: Vec<RwLock<Arc<CircuitKeys>>>,
     /// Where matrices and tables are kept between runs ([`cache`]); none: derived every time.
     cache_dir: Option<PathBuf>,
+    /// Held by [`Prover::reload_keys`]: two reloads at once would load the same keys twice.
+    reloading: std::sync::Mutex<()>,
+}
+
+/// What [`Prover::reload_keys`] did with one instance's keys.
+#[derive(Clone, Debug)]
+pub enum KeyReload {
+    /// Its proving key file is the one loaded.
+    Unchanged,
+    /// Replaced: proofs that start from now on use the new keys. `tables`: the old keys had MSM
+    /// tables, and the new keys got theirs before the switch.
+    Replaced {
+        previous: [u8; 32],
+        now: [u8; 32],
+        record: keys::KeyRecord,
+        tables: bool,
+    },
+    /// Not replaced: the loaded keys stay, for this reason (it names files and checks, never
+    /// key material).
+    Refused(String),
 }
 
 /// Parses and checks a request of `instance`; no keys needed.
@@ -519,8 +549,12 @@ impl Prover {
             Ok(keys)
         })?;
         Ok(Self {
-            circuits,
+            circuits: circuits
+                .into_iter()
+                .map(|keys| RwLock::new(Arc::new(keys)))
+                .collect(),
             cache_dir,
+            reloading: std::sync::Mutex::new(()),
         })
     }
 
@@ -533,7 +567,7 @@ impl Prover {
         if let Some(tables) = keys.tables() {
             return Some(tables.memory_bytes());
         }
-        let tables = self.kept_tables(keys)?;
+        let tables = self.kept_tables(&keys)?;
         let bytes = tables.memory_bytes();
         keys.set_tables(Some(Arc::new(tables)));
         Some(bytes)
@@ -622,8 +656,7 @@ impl Prover {
         }
         let mut total = 0;
         for keys in self
-            .circuits
-            .iter()
+            .loaded()
             .filter(|c| instances.contains(&c.shape.instance) && !c.is_precomputed())
         {
             let bytes = keys.precomputed_table_bytes();
@@ -633,7 +666,7 @@ impl Prover {
                 table_mib = mib(bytes),
                 "building precomputed MSM tables"
             );
-            keys.set_tables(Some(Arc::new(self.obtain_tables(keys))));
+            keys.set_tables(Some(Arc::new(self.obtain_tables(&keys))));
             total += bytes;
             tracing::info!(
                 circuit = %keys.shape.instance,
@@ -652,18 +685,106 @@ impl Prover {
         Ok(())
     }
 
-    /// Builds the fixed-base MSM tables of one loaded instance on the current rayon pool and
-    /// lets the proofs that start from then on use them (those already running go on without).
-    /// Returns the tables' bytes. Tables already built are kept as they are.
+    /// Builds the fixed-base MSM tables of one loaded instance on the current rayon pool (or
+    /// reads them from the cache directory, when kept there for this key) and lets the proofs
+    /// that start from then on use them (those already running go on without). Returns the
+    /// tables' bytes. Tables already built are kept as they are.
     pub fn build_tables(&self, instance: Instance) -> Result<usize, ProveError> {
-        let keys = self.keys(instance)?;
-        if let Some(tables) = keys.tables() {
-            return Ok(tables.memory_bytes());
+        loop {
+            let keys = self.keys(instance)?;
+            if let Some(tables) = keys.tables() {
+                return Ok(tables.memory_bytes());
+            }
+            let tables = self.obtain_tables(&keys);
+            let bytes = tables.memory_bytes();
+            keys.set_tables(Some(Arc::new(tables)));
+            // Keys replaced during the build ([`Prover::reload_keys`]) got the old keys'
+            // tables: build the new ones'.
+            if Arc::ptr_eq(&keys, &self.keys(instance)?) {
+                return Ok(bytes);
+            }
         }
-        let tables = self.obtain_tables(keys);
-        let bytes = tables.memory_bytes();
-        keys.set_tables(Some(Arc::new(tables)));
-        Ok(bytes)
+    }
+
+    /// Loads again the key of every loaded instance whose proving key file changed in
+    /// `keys_dir` (its SHA-256 differs from the loaded key's), and switches to it once it is
+    /// loaded and checked: it must fit the circuit and its verifying key file, as at start, and
+    /// pass `accept` (what `--require-ceremony-keys` asks of a key). The old keys' MSM tables are
+    /// replaced by the new keys' (read from the cache directory or built) before the switch.
+    /// Proofs already running finish with the keys they started with; proofs that start after
+    /// the switch use the new ones. An instance whose new key file is missing, unreadable or
+    /// refused keeps its loaded keys. One reload at a time; slow (a load per changed key, and a
+    /// table build where tables were resident and none are kept for the new key).
+    pub fn reload_keys(
+        &self,
+        keys_dir: &Path,
+        accept: impl Fn(Instance, &keys::KeyRecord) -> Result<(), String>,
+    ) -> Vec<(Instance, KeyReload)> {
+        let _one_at_a_time = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
+        self.circuits
+            .iter()
+            .map(|slot| {
+                let old = current(slot);
+                let instance = old.shape.instance;
+                (instance, self.reload_one(slot, &old, keys_dir, &accept))
+            })
+            .collect()
+    }
+
+    fn reload_one(
+        &self,
+        slot: &RwLock<Arc<CircuitKeys>>,
+        old: &Arc<CircuitKeys>,
+        keys_dir: &Path,
+        accept: &impl Fn(Instance, &keys::KeyRecord) -> Result<(), String>,
+    ) -> KeyReload {
+        let instance = old.shape.instance;
+        let paths = keys::KeyPaths::new(keys_dir, instance);
+        let refused = |why: String| KeyReload::Refused(why);
+        let digest = match keys::file_sha256(&paths.proving) {
+            Ok(digest) => digest,
+            Err(e) => return refused(e.to_string()),
+        };
+        if digest == old.key_sha256 {
+            return KeyReload::Unchanged;
+        }
+        let record = match keys::read_record(&paths.proving) {
+            Ok(record) => record,
+            Err(e) => return refused(e.to_string()),
+        };
+        if let Err(why) = accept(instance, &record) {
+            return refused(why);
+        }
+        let new = match CircuitKeys::load_cached(
+            keys_dir,
+            instance,
+            MissingKeys::Refuse,
+            self.cache_dir.as_deref(),
+        ) {
+            Ok(new) => new,
+            Err(e) => return refused(e.to_string()),
+        };
+        // The file may have changed again since it was hashed: the record of what is served.
+        if let Err(why) = accept(instance, &new.record) {
+            return refused(why);
+        }
+        let tables = old.is_precomputed();
+        if tables {
+            new.set_tables(Some(Arc::new(self.obtain_tables(&new))));
+        }
+        let new = Arc::new(new);
+        let reload = KeyReload::Replaced {
+            previous: old.key_sha256,
+            now: new.key_sha256,
+            record: new.record.clone(),
+            tables,
+        };
+        *slot.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
+        // Tables that a build set on the old keys after they were looked at above.
+        if old.is_precomputed() && !new.is_precomputed() {
+            new.set_tables(Some(Arc::new(self.obtain_tables(&new))));
+        }
+        reload
     }
 
     /// Drops the MSM tables of `instance`, if built: proofs that start from now on run without
@@ -677,20 +798,27 @@ impl Prover {
 
     /// The instances whose keys are loaded.
     pub fn instances(&self) -> impl Iterator<Item = Instance> + '_ {
-        self.circuits.iter().map(|c| c.shape.instance)
+        self.loaded().map(|c| c.shape.instance)
     }
 
-    pub fn circuit(&self, instance: Instance) -> Option<&CircuitKeys> {
-        self.circuits.iter().find(|c| c.shape.instance == instance)
+    /// The keys of every loaded instance as they are now.
+    fn loaded(&self) -> impl Iterator<Item = Arc<CircuitKeys>> + '_ {
+        self.circuits.iter().map(current)
     }
 
-    fn keys(&self, instance: Instance) -> Result<&CircuitKeys, ProveError> {
+    /// The keys of `instance` as they are now: a proof that holds them keeps them when they are
+    /// replaced meanwhile.
+    pub fn circuit(&self, instance: Instance) -> Option<Arc<CircuitKeys>> {
+        self.loaded().find(|c| c.shape.instance == instance)
+    }
+
+    fn keys(&self, instance: Instance) -> Result<Arc<CircuitKeys>, ProveError> {
         self.circuit(instance)
             .ok_or_else(|| ProveError::Internal(format!("the keys of {instance} are not loaded")))
     }
 
     pub fn info(&self) -> Vec<CircuitInfo> {
-        self.circuits.iter().map(|c| c.shape.info.clone()).collect()
+        self.loaded().map(|c| c.shape.info.clone()).collect()
     }
 
     /// See [`prepare`].
@@ -752,6 +880,7 @@ impl Prover {
                 witness,
                 prove,
                 precomputed: tables.is_some(),
+                key_sha256: keys.key_sha256,
                 phases,
             },
         ))

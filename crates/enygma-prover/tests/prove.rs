@@ -2,7 +2,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::OnceLock,
+    sync::{Arc, OnceLock},
 };
 
 use enygma_circuit::{
@@ -774,4 +774,84 @@ fn kept_matrices_and_tables_are_read_back_only_when_whole_and_for_the_same_key()
 
 fn bytes_of(prover: &Prover, instance: Instance) -> usize {
     prover.circuit(instance).unwrap().precomputed_table_bytes()
+}
+
+/// A reload replaces only a key whose file changed, and only once it is loaded and accepted: a
+/// key refused by the caller's rule, or a file that is no key, leaves the loaded key; a replaced
+/// key gets tables before the switch when the old one had them; what a proof took before the
+/// switch stays the old keys, and proofs after it are made with the new key.
+#[test]
+fn a_reload_replaces_changed_keys_once_loaded_and_accepted() {
+    use enygma_prover::KeyReload;
+    use keys::{KeyOrigin, KeyPaths, KeyRecord};
+    let owner = statements::by_stem("ownership-721").unwrap();
+    let dir = std::env::temp_dir().join(format!("enygma-key-reload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let prover = Prover::load(&dir, &[owner], keys::MissingKeys::Create).unwrap();
+    let accept_all = |_: Instance, _: &KeyRecord| Ok(());
+    let only_ceremony = |_: Instance, record: &KeyRecord| {
+        if record.origin.is_ceremony() {
+            Ok(())
+        } else {
+            Err("not a ceremony key".to_string())
+        }
+    };
+    let reload = |accept: &dyn Fn(Instance, &KeyRecord) -> Result<(), String>| {
+        let mut all = prover.reload_keys(&dir, accept);
+        assert_eq!(all.len(), 1);
+        all.pop().unwrap().1
+    };
+    assert!(matches!(reload(&accept_all), KeyReload::Unchanged));
+
+    let first = prover.circuit(owner).unwrap();
+    prover.build_tables(owner).unwrap();
+    let record = KeyRecord {
+        origin: KeyOrigin::SingleParty,
+        reduction: enygma_prover::qap::Reduction::Libsnark,
+    };
+    let new_sha = keys::save(&dir, owner, &keys::generate_random(owner).unwrap(), &record).unwrap();
+    match reload(&only_ceremony) {
+        KeyReload::Refused(why) => assert!(why.contains("not a ceremony key"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(Arc::ptr_eq(&first, &prover.circuit(owner).unwrap()));
+
+    match reload(&accept_all) {
+        KeyReload::Replaced {
+            previous,
+            now,
+            record: replaced,
+            tables,
+        } => {
+            assert_eq!(previous, first.key_sha256);
+            assert_eq!(now, new_sha);
+            assert_eq!(replaced.origin, KeyOrigin::SingleParty);
+            assert!(tables, "the old key had tables");
+        }
+        other => panic!("{other:?}"),
+    }
+    let second = prover.circuit(owner).unwrap();
+    assert_eq!(second.key_sha256, new_sha);
+    assert!(second.is_precomputed(), "tables before the switch");
+    assert!(matches!(reload(&accept_all), KeyReload::Unchanged));
+
+    // Proofs from now on: the new key's, checked under it.
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+    let body = owner
+        .generate(&statements::RequestSpec::default(), &mut rng)
+        .unwrap()
+        .to_string();
+    let (proof, timings) = prover
+        .prove(&prepare(owner, body.as_bytes()).unwrap())
+        .unwrap();
+    assert_eq!(timings.key_sha256, new_sha);
+    assert!(prover.verify(owner, &proof).unwrap());
+    // What was taken before the switch is the old keys, whole, with their tables.
+    assert_ne!(first.key_sha256, second.key_sha256);
+    assert!(first.is_precomputed());
+
+    std::fs::write(KeyPaths::new(&dir, owner).proving, b"no key").unwrap();
+    assert!(matches!(reload(&accept_all), KeyReload::Refused(_)));
+    assert_eq!(prover.circuit(owner).unwrap().key_sha256, new_sha);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -34,6 +34,9 @@ pub const HEALTH_BODY: &str = r#"{"message":"Server is healthy","status":"ok"}"#
 
 static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 static SERVER_TIMING: HeaderName = HeaderName::from_static("server-timing");
+/// On a proof: the SHA-256 (hex) of the proving key file it was made with, so that a client can
+/// tell which verifying key it is for while keys are replaced.
+static KEY_SHA256: HeaderName = HeaderName::from_static("enygma-key-sha256");
 
 /// Shared state of the service.
 pub struct AppState<B: ProofBackend> {
@@ -101,11 +104,12 @@ impl<B: ProofBackend> AppState<B> {
     }
 
     /// Makes the service ready. Only the first call has an effect.
-    pub fn set_backend(&self, backend: B) {
+    pub fn set_backend(&self, backend: impl Into<Arc<B>>) {
+        let backend = backend.into();
         if self.backend.get().is_none() {
             self.tables.attach(&backend, &self.hosted);
         }
-        let _ = self.backend.set(Arc::new(backend));
+        let _ = self.backend.set(backend);
     }
 
     pub fn backend(&self) -> Option<Arc<B>> {
@@ -496,7 +500,13 @@ impl<B: ProofBackend> ProofJob<B> {
         });
         st.metrics.observe_proof(instance, out.witness, out.prove);
         st.tables.proved(&backend, instance, out.precomputed);
-        Ok(([(CONTENT_TYPE, JSON)], out.json).into_response())
+        let mut resp = ([(CONTENT_TYPE, JSON)], out.json).into_response();
+        if let Some(digest) = out.key_sha256 {
+            if let Ok(v) = HeaderValue::from_str(&hex::encode(digest)) {
+                resp.headers_mut().insert(KEY_SHA256.clone(), v);
+            }
+        }
+        Ok(resp)
     }
 }
 
@@ -664,9 +674,12 @@ async fn readyz_with_keys<B: ProofBackend>(State(st): State<Arc<AppState<B>>>) -
             let keys: serde_json::Map<String, serde_json::Value> = backend
                 .keys()
                 .into_iter()
-                .map(|(instance, record)| {
-                    let record = serde_json::to_value(record).unwrap_or_default();
-                    (instance.key_stem(), record)
+                .map(|key| {
+                    let mut record = serde_json::to_value(&key.record).unwrap_or_default();
+                    if let Some(fields) = record.as_object_mut() {
+                        fields.insert("sha256".into(), hex::encode(key.sha256).into());
+                    }
+                    (key.instance.key_stem(), record)
                 })
                 .collect();
             let body = serde_json::json!({ "status": "ready", "keys": keys });

@@ -6,6 +6,7 @@
 
 pub use enygma_prover::keys::KeyRecord;
 pub use enygma_prover::statements::Instance;
+pub use enygma_prover::KeyReload;
 use enygma_prover::ProveError;
 use std::time::Duration;
 
@@ -25,10 +26,24 @@ pub trait ProofBackend: Send + Sync + 'static {
     /// Verifies a proof of `instance` given as the JSON body that its prove route answered.
     fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError>;
 
-    /// What each loaded key is (its origin and QAP reduction), in the order of the hosted
-    /// instances: what `/readyz` and the `enygma_key_info` metric report. A prover without key
-    /// files (the tests' fakes) reports none.
-    fn keys(&self) -> Vec<(Instance, KeyRecord)> {
+    /// A valid request whose proof stands for the traffic, prepared: what the start-up
+    /// calibration of the service-time estimate proves. `None` when this prover has none
+    /// (the tests' fakes), and the estimate keeps its seed.
+    fn calibration_request(&self) -> Option<(Instance, Self::Prepared)> {
+        None
+    }
+
+    /// What each loaded key is (its origin, QAP reduction and file digest), in the order of
+    /// the hosted instances: what `/readyz` and the `enygma_key_info` metric report. A prover
+    /// without key files (the tests' fakes) reports none.
+    fn keys(&self) -> Vec<LoadedKey> {
+        Vec::new()
+    }
+
+    /// Replaces the keys whose files changed, each once loaded and checked (see
+    /// `enygma_prover::Prover::reload_keys`); what it did with each instance. Slow: called on
+    /// the blocking pool. A prover without key files has nothing to reload.
+    fn reload_keys(&self) -> Vec<(Instance, KeyReload)> {
         Vec::new()
     }
 
@@ -57,6 +72,15 @@ pub trait ProofBackend: Send + Sync + 'static {
     }
 }
 
+/// A loaded key as `/readyz` and `enygma_key_info` report it.
+#[derive(Clone, Debug)]
+pub struct LoadedKey {
+    pub instance: Instance,
+    pub record: KeyRecord,
+    /// The SHA-256 of its proving key file.
+    pub sha256: [u8; 32],
+}
+
 /// A finished proof: the 200 body, already serialised, and where the time went.
 #[derive(Clone, Debug)]
 pub struct ProofOutput {
@@ -65,6 +89,10 @@ pub struct ProofOutput {
     pub prove: Duration,
     /// Whether the proof used precomputed MSM tables.
     pub precomputed: bool,
+    /// The SHA-256 of the proving key file the proof was made with, when the prover has key
+    /// files: answered in a header, so that a client can tell which key a proof is for while
+    /// keys are replaced.
+    pub key_sha256: Option<[u8; 32]>,
 }
 
 /// Why a request could not be served. Messages must be safe to return and log: they may name a

@@ -12,10 +12,10 @@
 //!   `Idempotent-Replayed: true`, to every later request with that key and body;
 //! - the same key with another body is refused with 422: the key names one request.
 //!
-//! Only the answer is kept (status, content type, body), never the request: of the body only its
-//! digest, which tells a repeated request from another without holding its secrets. A kept
-//! answer is given only to a request whose body has the same digest, so nobody reads an answer
-//! whose request it could not have sent itself.
+//! Only the answer is kept (status, body, content type, the proving key's `Enygma-Key-Sha256`),
+//! never the request: of the body only its digest, which tells a repeated request from another
+//! without holding its secrets. A kept answer is given only to a request whose body has the same
+//! digest, so nobody reads an answer whose request it could not have sent itself.
 //!
 //! Which answers are kept: a proof (2xx) and an answer about the request itself (400 malformed,
 //! 422 a check fails), which the same body would get again. Refusals for load or time (503, 504,
@@ -128,12 +128,17 @@ pub(crate) fn digest_of(body: &[u8]) -> [u8; 32] {
     Sha256::digest(body).into()
 }
 
-/// An answer as it is given again: the status, the content type and the body, and the error
-/// message for the access log.
+/// The headers of an answer that are given again with it: its content type, and on a proof the
+/// SHA-256 of the proving key it was made with (which verifying key it is for, while keys are
+/// replaced).
+const KEPT_HEADERS: [HeaderName; 2] = [CONTENT_TYPE, HeaderName::from_static("enygma-key-sha256")];
+
+/// An answer as it is given again: the status, the headers that say what the body is, the body,
+/// and the error message for the access log.
 #[derive(Debug)]
 pub(crate) struct KeptAnswer {
     status: StatusCode,
-    content_type: Option<HeaderValue>,
+    headers: Vec<(HeaderName, HeaderValue)>,
     body: Bytes,
     note: Option<Cow<'static, str>>,
 }
@@ -157,7 +162,10 @@ impl KeptAnswer {
             .unwrap_or_default();
         let kept = Arc::new(KeptAnswer {
             status: parts.status,
-            content_type: parts.headers.get(CONTENT_TYPE).cloned(),
+            headers: KEPT_HEADERS
+                .iter()
+                .filter_map(|name| Some((name.clone(), parts.headers.get(name)?.clone())))
+                .collect(),
             body: body.clone(),
             note: parts.extensions.get::<ErrorNote>().map(|n| n.0.clone()),
         });
@@ -168,8 +176,8 @@ impl KeptAnswer {
     pub(crate) fn replay(&self) -> Response {
         let mut resp = (self.status, Body::from(self.body.clone())).into_response();
         let headers = resp.headers_mut();
-        if let Some(ct) = &self.content_type {
-            headers.insert(CONTENT_TYPE, ct.clone());
+        for (name, value) in &self.headers {
+            headers.insert(name.clone(), value.clone());
         }
         headers.insert(
             IDEMPOTENT_REPLAYED.clone(),
@@ -183,7 +191,12 @@ impl KeptAnswer {
 
     /// What keeping it costs, by the store's count.
     fn bytes(&self) -> u64 {
-        self.body.len() as u64 + self.content_type.as_ref().map_or(0, |c| c.len() as u64)
+        let headers: usize = self
+            .headers
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len())
+            .sum();
+        (self.body.len() + headers) as u64
     }
 }
 

@@ -152,9 +152,9 @@ async fn start(args: &Args, admin_default: bool) -> Result<Started, StartupError
     // Installed before the server says it listens, whatever is configured: from then on a
     // SIGHUP reloads (or logs that there is nothing to reload), never kills.
     tokio::spawn(reload_on_sighup(
+        state.clone(),
         tls.clone(),
         auth,
-        state.metrics.clone(),
         config.access.allow_shared_secret_files,
     ));
     let listener = bind_api(config.api).await?;
@@ -182,6 +182,7 @@ impl Started {
             precomputed,
             cache_dir,
             drain_timeout,
+            require_ceremony_keys,
             ..
         } = self.config;
         Service {
@@ -189,8 +190,14 @@ impl Started {
             listener: self.listener,
             admin: self.admin,
             load: move || {
-                let backend =
-                    RealBackend::load(&keys_dir, &hosted, missing_keys, cache_dir, &precomputed)?;
+                let backend = RealBackend::load(
+                    &keys_dir,
+                    &hosted,
+                    missing_keys,
+                    cache_dir,
+                    &precomputed,
+                    require_ceremony_keys,
+                )?;
                 // What the load freed (setup-mode synthesis, key file bytes) would otherwise
                 // stay resident: see `release_free_memory`.
                 enygma_server::release_free_memory();

@@ -3,12 +3,22 @@
 
 use std::path::{Path, PathBuf};
 
-use enygma_prover::{keys, statements::Instance, MissingKeys, Prepared, Prover};
+use enygma_prover::{
+    keys,
+    statements::{self, Instance, RequestSpec},
+    MissingKeys, Prepared, Prover,
+};
+use rand::SeedableRng;
 
-use crate::backend::{BackendError, KeyRecord, ProofBackend, ProofOutput};
+use crate::backend::{BackendError, KeyReload, LoadedKey, ProofBackend, ProofOutput};
 
-/// `Prover` as a [`ProofBackend`].
-pub struct RealBackend(Prover);
+/// `Prover` as a [`ProofBackend`], with what a reload of its keys needs: where they are, and
+/// whether only ceremony keys may be served (`--require-ceremony-keys`).
+pub struct RealBackend {
+    prover: Prover,
+    keys_dir: PathBuf,
+    require_ceremony_keys: bool,
+}
 
 impl RealBackend {
     /// Loads the keys of the `hosted` instances, creating missing ones as development keys or
@@ -16,19 +26,26 @@ impl RealBackend {
     /// `precomputed` ones (`--precompute`, each a hosted instance); matrices and tables are read
     /// from `cache_dir` where kept (`--cache-dir`). Slow: seconds, and about 15 s of one core
     /// per precomputed k=6 instance whose tables are not kept.
+    /// `require_ceremony_keys` is what a later reload of the keys ([`ProofBackend::reload_keys`])
+    /// asks of a replaced key, as `--require-ceremony-keys` asked of every key before the start.
     pub fn load(
         keys_dir: &Path,
         hosted: &[Instance],
         missing: MissingKeys,
         cache_dir: Option<PathBuf>,
         precomputed: &[Instance],
+        require_ceremony_keys: bool,
     ) -> Result<Self, String> {
         let mut prover = Prover::load_cached(keys_dir, hosted, missing, cache_dir)
             .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))?;
         prover
             .precompute(precomputed)
             .map_err(|e| format!("--precompute: {e}"))?;
-        Ok(RealBackend(prover))
+        Ok(RealBackend {
+            prover,
+            keys_dir: keys_dir.to_owned(),
+            require_ceremony_keys,
+        })
     }
 }
 
@@ -67,11 +84,11 @@ impl ProofBackend for RealBackend {
     type Prepared = Prepared;
 
     fn prepare(&self, instance: Instance, body: &[u8]) -> Result<Prepared, BackendError> {
-        Ok(self.0.prepare(instance, body)?)
+        Ok(self.prover.prepare(instance, body)?)
     }
 
     fn prove(&self, prepared: &Prepared) -> Result<ProofOutput, BackendError> {
-        let (response, timings) = self.0.prove(prepared)?;
+        let (response, timings) = self.prover.prove(prepared)?;
         let json = serde_json::to_vec(&response)
             .map_err(|_| BackendError::Internal("cannot serialise the proof".into()))?;
         Ok(ProofOutput {
@@ -79,38 +96,81 @@ impl ProofBackend for RealBackend {
             witness: timings.witness,
             prove: timings.prove,
             precomputed: timings.precomputed,
+            key_sha256: Some(timings.key_sha256),
         })
     }
 
     fn verify(&self, instance: Instance, proof_json: &[u8]) -> Result<bool, BackendError> {
         let response = enygma_prover::parse_proof_response(instance, proof_json)?;
-        Ok(self.0.verify(instance, &response)?)
+        Ok(self.prover.verify(instance, &response)?)
     }
 
-    fn keys(&self) -> Vec<(Instance, KeyRecord)> {
-        self.0
+    /// A generated request of transfer-k6 when hosted (the statement the default estimate and
+    /// most payment traffic are), else of the hosted instance with the most constraints: a
+    /// server of small statements is measured on its largest, the safe side for shedding.
+    fn calibration_request(&self) -> Option<(Instance, Prepared)> {
+        let instance = statements::by_stem("transfer-k6")
+            .filter(|&i| self.prover.circuit(i).is_some())
+            .or_else(|| {
+                self.prover.instances().max_by_key(|&i| {
+                    self.prover
+                        .circuit(i)
+                        .map_or(0, |c| c.shape.info.constraints)
+                })
+            })?;
+        // A fixed seed: the same request on every start, so starts measure the same work.
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x656e_7967_6d61);
+        let body = instance
+            .generate(&RequestSpec::default(), &mut rng)
+            .ok()?
+            .to_string();
+        let prepared = self.prover.prepare(instance, body.as_bytes()).ok()?;
+        Some((instance, prepared))
+    }
+
+    fn keys(&self) -> Vec<LoadedKey> {
+        self.prover
             .instances()
-            .filter_map(|i| self.0.circuit(i).map(|keys| (i, keys.record.clone())))
+            .filter_map(|instance| {
+                self.prover.circuit(instance).map(|keys| LoadedKey {
+                    instance,
+                    record: keys.record.clone(),
+                    sha256: keys.key_sha256,
+                })
+            })
             .collect()
     }
 
+    fn reload_keys(&self) -> Vec<(Instance, KeyReload)> {
+        let require_ceremony = self.require_ceremony_keys;
+        self.prover.reload_keys(&self.keys_dir, |instance, record| {
+            if require_ceremony && !record.origin.is_ceremony() {
+                return Err(format!(
+                    "{instance}: {} keys, and --require-ceremony-keys serves ceremony keys only",
+                    record.origin.kind()
+                ));
+            }
+            Ok(())
+        })
+    }
+
     fn table_bytes(&self, instance: Instance) -> Option<usize> {
-        self.0
+        self.prover
             .circuit(instance)
             .map(|keys| keys.precomputed_table_bytes())
     }
 
     fn read_kept_tables(&self, instance: Instance) -> bool {
-        self.0.read_kept_tables(instance).is_some()
+        self.prover.read_kept_tables(instance).is_some()
     }
 
     fn build_tables(&self, instance: Instance) -> Result<(), BackendError> {
-        self.0.build_tables(instance)?;
+        self.prover.build_tables(instance)?;
         Ok(())
     }
 
     fn drop_tables(&self, instance: Instance) -> usize {
-        self.0.drop_tables(instance)
+        self.prover.drop_tables(instance)
     }
 }
 

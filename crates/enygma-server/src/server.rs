@@ -10,7 +10,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::app::{admin_router, router, AppState};
 use crate::auth::Auth;
-use crate::backend::ProofBackend;
+use crate::backend::{KeyReload, ProofBackend};
 use crate::metrics::Metrics;
 use crate::tls::Tls;
 use crate::transport::{serve_connections, Limits, Transport};
@@ -149,6 +149,8 @@ where
                 let start = Instant::now();
                 let outcome = match tokio::task::spawn_blocking(load).await {
                     Ok(Ok(backend)) => {
+                        let backend = Arc::new(backend);
+                        calibrate_service_time(&state, &backend).await;
                         state.set_backend(backend);
                         tracing::info!(
                             elapsed_ms = start.elapsed().as_millis() as u64,
@@ -221,6 +223,42 @@ where
     }
 }
 
+/// Measures the proving queue's service-time estimate on this machine before the service is
+/// ready (see `Admission::calibrate`): one proof of the backend's calibration request. The
+/// estimate seeded from another CPU would admit a burst this one cannot clear in time (or shed
+/// one it could); after this, the observed proofs move it as before.
+async fn calibrate_service_time<B: ProofBackend>(state: &AppState<B>, backend: &Arc<B>) {
+    if !state.admission.calibrates() {
+        return;
+    }
+    let seed = state.admission.prove_gauges().service_time;
+    let request = {
+        let backend = backend.clone();
+        tokio::task::spawn_blocking(move || backend.calibration_request()).await
+    };
+    let Ok(Some((instance, prepared))) = request else {
+        return;
+    };
+    let job = {
+        let backend = backend.clone();
+        move || backend.prove(&prepared).is_ok()
+    };
+    let started = Instant::now();
+    match state.admission.calibrate(job).await {
+        Some(estimate) => tracing::info!(
+            circuit = %instance,
+            proof_ms = started.elapsed().as_millis() as u64,
+            expected_service_time_s = estimate.as_secs_f64(),
+            seed_s = seed.map(|d| d.as_secs_f64()),
+            "service-time estimate measured on this machine"
+        ),
+        None => tracing::warn!(
+            circuit = %instance,
+            "the service-time calibration proof failed; the estimate keeps its seed"
+        ),
+    }
+}
+
 /// Completes on SIGTERM or SIGINT.
 pub async fn shutdown_signal() {
     #[cfg(unix)]
@@ -248,19 +286,19 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// On every SIGHUP, reads the TLS certificate, key and client CA and the token files again
-/// (with none of them configured, logs that there is nothing to reload). What fails to load
+/// On every SIGHUP, reads the TLS certificate, key and client CA and the token files again (if
+/// configured), then the proving keys whose files changed ([`reload_keys`]). What fails to load
 /// keeps its previous version (and is logged and counted); a token file whose mode lets others
-/// read it fails unless `allow_shared_secret_files`, as at start. Open connections are never
-/// touched.
+/// read it fails unless `allow_shared_secret_files`, as at start. Open connections and proofs
+/// in flight are never touched.
 ///
 /// The handler is installed by this call, before the returned future is first polled: a SIGHUP
 /// that arrives before installation would terminate the process (the signal's default action),
 /// so the caller installs it before it announces that it listens, and spawns the loop after.
-pub fn reload_on_sighup(
+pub fn reload_on_sighup<B: ProofBackend>(
+    state: Arc<AppState<B>>,
     tls: Option<Arc<Tls>>,
     auth: Arc<Auth>,
-    metrics: Arc<Metrics>,
     allow_shared_secret_files: bool,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
@@ -276,21 +314,68 @@ pub fn reload_on_sighup(
         #[cfg(unix)]
         if let Some(mut hup) = hup {
             while hup.recv().await.is_some() {
-                if tls.is_none() && auth.api.is_none() && auth.metrics.is_none() {
-                    tracing::info!(
-                        "SIGHUP: nothing to reload (no TLS files, no token files); still serving"
+                if tls.is_some() || auth.api.is_some() || auth.metrics.is_some() {
+                    tracing::info!("SIGHUP: reloading the TLS files and token files");
+                    reload(
+                        tls.as_deref(),
+                        &auth,
+                        &state.metrics,
+                        allow_shared_secret_files,
                     );
-                    continue;
                 }
-                tracing::info!("SIGHUP: reloading the TLS files and token files");
-                reload(tls.as_deref(), &auth, &metrics, allow_shared_secret_files);
+                reload_keys(&state).await;
             }
         }
         #[cfg(not(unix))]
         {
-            let _ = (tls, auth, metrics, allow_shared_secret_files);
+            let _ = (state, tls, auth, allow_shared_secret_files);
         }
     }
+}
+
+/// One reload of the proving keys (see `enygma_prover::Prover::reload_keys`): each changed key
+/// file loaded, checked and switched to, or refused (the loaded key stays); logged per instance
+/// and counted (`enygma_key_reloads_total`). Before the keys are loaded there is nothing to
+/// reload: the load reads the files as they are.
+pub async fn reload_keys<B: ProofBackend>(state: &AppState<B>) {
+    let Some(backend) = state.backend() else {
+        tracing::info!("SIGHUP: the proving keys are still loading; nothing to reload");
+        return;
+    };
+    tracing::info!("SIGHUP: reloading the proving keys whose files changed");
+    let Ok(reloads) = tokio::task::spawn_blocking(move || backend.reload_keys()).await else {
+        tracing::error!("the reload of the proving keys panicked; the loaded keys stay");
+        return;
+    };
+    let (mut replaced, mut refused) = (0, 0);
+    for (instance, reload) in reloads {
+        match reload {
+            KeyReload::Unchanged => {}
+            KeyReload::Replaced {
+                previous,
+                now,
+                record,
+                tables,
+            } => {
+                replaced += 1;
+                state.metrics.key_reloaded(true);
+                tracing::info!(
+                    circuit = %instance,
+                    previous_sha256 = %hex::encode(previous),
+                    sha256 = %hex::encode(now),
+                    origin = %record.origin,
+                    tables,
+                    "proving key replaced: proofs that start from now on use it"
+                );
+            }
+            KeyReload::Refused(why) => {
+                refused += 1;
+                state.metrics.key_reloaded(false);
+                tracing::error!(circuit = %instance, reason = %why, "proving key not replaced: the loaded key stays");
+            }
+        }
+    }
+    tracing::info!(replaced, refused, "SIGHUP: proving keys reloaded");
 }
 
 /// One reload of the TLS files and the token files (see [`reload_on_sighup`]).

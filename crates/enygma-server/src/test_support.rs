@@ -53,6 +53,7 @@ impl ProofBackend for SleepingBackend {
             witness: self.witness,
             prove: self.prove,
             precomputed: false,
+            key_sha256: None,
         })
     }
 

@@ -134,6 +134,7 @@ impl ProofBackend for Fake {
                 witness: Duration::from_millis(1),
                 prove: end - start,
                 precomputed: false,
+                key_sha256: None,
             }),
         }
     }
@@ -219,6 +220,7 @@ fn cfg(max_inflight: Option<usize>, queue_depth: usize, queue_timeout_ms: u64) -
         // Small enough that these tests' queues are bounded by their depth alone; the
         // expected-wait rule has tests of its own.
         service_time: Duration::from_millis(1),
+        calibrate: false,
         verify_max_inflight: 2,
         verify_queue_depth: 4,
         pin_cpus: false,

@@ -74,7 +74,18 @@ impl Server {
     /// Starts the binary on 127.0.0.1:0 (its admin listener too) and waits until it logs both
     /// addresses.
     fn spawn(extra: &[&str]) -> Server {
-        let keys = repo_dir().join("keys");
+        Server::spawn_in(&repo_dir().join("keys"), extra)
+    }
+
+    /// [`Server::start`] with the keys in `keys` instead of the repository's.
+    async fn start_in(keys: &Path, extra: &[&str]) -> Server {
+        let mut server = Server::spawn_in(keys, extra);
+        server.wait_ready().await;
+        server
+    }
+
+    /// [`Server::spawn`] with the keys in `keys`.
+    fn spawn_in(keys: &Path, extra: &[&str]) -> Server {
         let mut child = server_command()
             .args([
                 "--bind",
@@ -90,7 +101,7 @@ impl Server {
                 "0",
                 "--keys-dir",
             ])
-            .arg(&keys)
+            .arg(keys)
             .args(extra)
             .spawn()
             .expect("start enygma-server");
@@ -210,6 +221,11 @@ impl Server {
             assert!(Instant::now() < deadline, "{series} never reached {value}");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    fn sighup(&self) {
+        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGHUP) };
+        assert_eq!(rc, 0, "kill failed");
     }
 
     fn sigterm(&self) {
@@ -1740,11 +1756,16 @@ fn require_ceremony_keys_refuses_development_keys() {
 
 /// Tables follow the traffic, on the smallest instance: a replica hosting ownership-721 starts
 /// without tables, builds them in the background after the instance's second proof, and proves
-/// with them from then on; that proof still verifies.
+/// with them from then on; that proof still verifies. The tables are kept in the cache
+/// directory: a restarted replica reads them back at the same point instead of building them,
+/// and its proofs with them verify; a kept file that is damaged is built again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_are_built_for_the_instance_that_receives_proofs() {
     let _serial = serial();
-    let server = Server::start(&["--circuits", "ownership-721"]).await;
+    let cache = std::env::temp_dir().join(format!("enygma-table-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let cache_arg = cache.to_str().unwrap();
+    let server = Server::start(&["--circuits", "ownership-721", "--cache-dir", cache_arg]).await;
     let labels = r#"statement="ownership-721",k="none""#;
     let series = |name: &str, extra: &str| format!("{name}{{{labels}{extra}}}");
     let metrics = server.metrics().await;
@@ -1755,6 +1776,23 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
     );
     let budget = metric(&metrics, "enygma_table_memory_budget_bytes").unwrap();
     assert!(budget > 64.0 * 1024.0 * 1024.0, "default budget {budget}");
+    // Before it was ready, the server measured its service-time estimate with a proof of its
+    // largest instance (the only one here), which is not counted as a proof.
+    let calibration: serde_json::Value = server
+        .logs()
+        .iter()
+        .find(|l| l.contains("service-time estimate measured on this machine"))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .expect("no calibration line in the log");
+    assert_eq!(calibration["circuit"], "ownership-721");
+    assert_eq!(
+        metric(
+            &metrics,
+            r#"enygma_service_time_estimate_seconds{queue="prove"}"#
+        ),
+        calibration["expected_service_time_s"].as_f64()
+    );
+    assert_eq!(metric(&metrics, "enygma_proofs_started_total"), Some(0.0));
 
     let prove = |seed: u64| {
         let body = generated_dvp("ownership-721", 0, seed);
@@ -1809,6 +1847,252 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
             .any(|l| l.contains("precomputed MSM tables built") && l.contains("ownership-721")),
         "no build line in the log"
     );
+
+    // A restart: the same traffic reads the kept tables back, and the proofs with them verify.
+    // (the seeds of its three proofs, how the tables become resident)
+    let restart = |seeds: [u64; 3], outcome: &'static str| {
+        let cache_arg = cache_arg.to_owned();
+        async move {
+            let server =
+                Server::start(&["--circuits", "ownership-721", "--cache-dir", &cache_arg]).await;
+            for seed in &seeds[..2] {
+                let body = generated_dvp("ownership-721", 0, *seed);
+                let r = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                    .await
+                    .unwrap();
+                assert_eq!(r.status, 200, "{}", r.body);
+            }
+            server
+                .wait_metric(
+                    &series(
+                        "enygma_table_builds_finished_total",
+                        &format!(",outcome=\"{outcome}\""),
+                    ),
+                    1.0,
+                )
+                .await;
+            let body = generated_dvp("ownership-721", 0, seeds[2]);
+            let proof = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                .await
+                .unwrap();
+            assert_eq!(proof.status, 200, "{}", proof.body);
+            assert!(verdict(server.addr, "/verify-ownership-721", proof.body.as_bytes()).await);
+            assert_eq!(
+                metric(
+                    &server.metrics().await,
+                    &series("enygma_table_proofs_total", r#",tables="hit""#)
+                ),
+                Some(1.0)
+            );
+            server.stop()
+        }
+    };
+    let read_back = |logs: &[String]| {
+        logs.iter().any(|l| {
+            l.contains("precomputed MSM tables read from the cache") && l.contains("ownership-721")
+        })
+    };
+    let logs = restart([34, 35, 36], "read").await;
+    assert!(read_back(&logs), "the kept tables were not read back");
+    assert!(
+        !logs
+            .iter()
+            .any(|l| l.contains("precomputed MSM tables built")),
+        "tables built although kept"
+    );
+
+    // A kept table file cut short is refused (its digest no longer matches) and built again.
+    let tables: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tables"))
+        .collect();
+    assert_eq!(tables.len(), 1, "one kept table file: {tables:?}");
+    let len = std::fs::metadata(&tables[0]).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tables[0])
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let logs = restart([37, 38, 39], "built").await;
+    assert!(!read_back(&logs), "a damaged table file was read");
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("precomputed MSM tables built") && l.contains("ownership-721")),
+        "the damaged tables were not built again"
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// Keys replaced while serving: two clients prove ownership-721 one request after another while
+/// its key file is replaced by a single-party key and the server is sent SIGHUP. No request
+/// fails; every proof names the key it was made with (`Enygma-Key-Sha256`; both keys appear)
+/// and verifies under that key's verifying key; `/readyz`, `enygma_key_info` and
+/// `enygma_key_reloads_total` report the change. Then a key file that is not a key takes its
+/// place: the reload refuses it, and the loaded key goes on proving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_replaced_under_load_fails_no_request() {
+    use enygma_prover::keys::{self, KeyOrigin, KeyPaths, KeyRecord};
+    use enygma_prover::{parse_proof_response, statements, MissingKeys, Prover};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _serial = serial();
+    let root = std::env::temp_dir().join(format!("enygma-key-reload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let (serving, old, new) = (root.join("serving"), root.join("old"), root.join("new"));
+    let owner = statements::by_stem("ownership-721").unwrap();
+    let copy_keys = |from: &Path, to: &Path| {
+        std::fs::create_dir_all(to).unwrap();
+        let (from, to) = (KeyPaths::new(from, owner), KeyPaths::new(to, owner));
+        // The verifying key and the digest first: the proving key's file is what a reload
+        // looks at.
+        for (a, b) in [
+            (&from.verifying, &to.verifying),
+            (&from.proving_digest, &to.proving_digest),
+            (&from.proving, &to.proving),
+        ] {
+            std::fs::copy(a, b).unwrap();
+        }
+    };
+    // The development key the server starts with, kept aside; the single-party key it gets.
+    Prover::load(&serving, &[owner], MissingKeys::Create).unwrap();
+    copy_keys(&serving, &old);
+    let record = KeyRecord {
+        origin: KeyOrigin::SingleParty,
+        reduction: enygma_prover::qap::Reduction::Libsnark,
+    };
+    keys::save(&new, owner, &keys::generate_random(owner).unwrap(), &record).unwrap();
+    let digest =
+        |dir: &Path| hex::encode(keys::file_sha256(&KeyPaths::new(dir, owner).proving).unwrap());
+    let (old_sha, new_sha) = (digest(&old), digest(&new));
+    assert_ne!(old_sha, new_sha);
+
+    let server = Server::start_in(
+        &serving,
+        &["--circuits", "ownership-721", "--cache-dir", "none"],
+    )
+    .await;
+    let addr = server.addr;
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2u64)
+        .map(|client| {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                for seed in (1000 * (client + 1))..(1000 * (client + 1) + 200) {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let body = generated_dvp("ownership-721", 0, seed);
+                    answers.push(
+                        post(addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                            .await
+                            .unwrap(),
+                    );
+                }
+                answers
+            })
+        })
+        .collect();
+    let proofs_started =
+        || async { metric(&server.metrics().await, "enygma_proofs_started_total").unwrap_or(0.0) };
+    let wait_for_proofs = |at_least: f64| async move {
+        let deadline = Instant::now() + PROVE_TIMEOUT;
+        while proofs_started().await < at_least {
+            assert!(Instant::now() < deadline, "fewer than {at_least} proofs");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    wait_for_proofs(3.0).await;
+    copy_keys(&new, &serving);
+    server.sighup();
+    let deadline = Instant::now() + PROVE_TIMEOUT;
+    loop {
+        let ready = get(server.admin, "/readyz").await.unwrap();
+        assert_eq!(ready.status, 200, "{}", ready.body);
+        let keys: serde_json::Value = serde_json::from_str(&ready.body).unwrap();
+        if keys["keys"]["ownership-721"]["sha256"] == new_sha.as_str() {
+            assert_eq!(
+                keys["keys"]["ownership-721"]["origin"]["kind"], "single-party",
+                "{keys}"
+            );
+            break;
+        }
+        assert_eq!(keys["keys"]["ownership-721"]["sha256"], old_sha.as_str());
+        assert!(Instant::now() < deadline, "the new key was never served");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let switched = proofs_started().await;
+    wait_for_proofs(switched + 4.0).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut answers = Vec::new();
+    for client in clients {
+        answers.extend(client.await.unwrap());
+    }
+
+    let verifiers = [
+        (
+            old_sha.as_str(),
+            Prover::load(&old, &[owner], MissingKeys::Refuse).unwrap(),
+        ),
+        (
+            new_sha.as_str(),
+            Prover::load(&new, &[owner], MissingKeys::Refuse).unwrap(),
+        ),
+    ];
+    let mut made_with = [0, 0];
+    for answer in &answers {
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let key = answer.header("enygma-key-sha256").expect("no key header");
+        let (i, (_, verifier)) = verifiers
+            .iter()
+            .enumerate()
+            .find(|(_, (sha, _))| *sha == key)
+            .unwrap_or_else(|| panic!("a proof of an unknown key {key}"));
+        let response = parse_proof_response(owner, answer.body.as_bytes()).unwrap();
+        assert!(
+            verifier.verify(owner, &response).unwrap(),
+            "a proof that its key refuses"
+        );
+        assert!(
+            !verifiers[1 - i].1.verify(owner, &response).unwrap(),
+            "a proof the other key accepts"
+        );
+        made_with[i] += 1;
+    }
+    assert!(made_with[0] >= 1 && made_with[1] >= 4, "{made_with:?}");
+    let metrics = server.metrics().await;
+    assert_eq!(
+        metric(&metrics, r#"enygma_key_reloads_total{result="replaced"}"#),
+        Some(1.0)
+    );
+    let info = format!(
+        r#"enygma_key_info{{statement="ownership-721",k="none",origin="single-party-random",reduction="libsnark",sha256="{new_sha}"}}"#
+    );
+    assert_eq!(metric(&metrics, &info), Some(1.0), "{metrics}");
+
+    // Not a key: refused, and the loaded key stays.
+    std::fs::write(KeyPaths::new(&serving, owner).proving, b"not a proving key").unwrap();
+    server.sighup();
+    server
+        .wait_metric(r#"enygma_key_reloads_total{result="refused"}"#, 1.0)
+        .await;
+    let proof = post(
+        addr,
+        "/ownership-721",
+        &generated_dvp("ownership-721", 0, 7),
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(proof.status, 200, "{}", proof.body);
+    assert_eq!(proof.header("enygma-key-sha256"), Some(new_sha.as_str()));
+    let logs = server.stop();
+    assert!(
+        logs.iter().any(|l| l.contains("proving key not replaced")),
+        "no refusal in the log"
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A server that hosts the hidden sender's transfer (named in `--circuits`; no server hosts it

@@ -20,6 +20,9 @@ pub struct AdmissionConfig {
     pub queue_timeout: Duration,
     /// The initial estimate of one proof's time on a slot.
     pub service_time: Duration,
+    /// Whether a proof at start replaces `service_time` before the first request is admitted
+    /// (unless `--expected-service-time` states it).
+    pub calibrate: bool,
     pub verify_max_inflight: usize,
     pub verify_queue_depth: usize,
     /// `--pin-cpus`.

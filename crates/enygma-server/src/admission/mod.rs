@@ -57,6 +57,8 @@ pub(crate) struct Admission {
     malformed_requests: Allowance,
     /// Failed authentications per client address ([`abuse`]).
     auth_failures: Arc<AddressAllowances>,
+    /// Whether the service time is measured at start ([`AdmissionConfig::calibrate`]).
+    calibrate: bool,
 }
 
 impl Admission {
@@ -78,6 +80,7 @@ impl Admission {
                 cfg.auth_failure_burst,
                 cfg.auth_failure_refill,
             ))),
+            calibrate: cfg.calibrate,
         })
     }
 
@@ -117,6 +120,21 @@ impl Admission {
         F: FnOnce() -> R + Send + 'static,
     {
         self.prove.run(slot, job).await
+    }
+
+    /// Whether a proof at start is to set the service-time estimate ([`Self::calibrate`]).
+    pub(crate) fn calibrates(&self) -> bool {
+        self.calibrate
+    }
+
+    /// Runs `job`, a proof that stands for the traffic (it says whether it proved), on a
+    /// proving slot as a request's would run, and makes its time the service-time estimate;
+    /// returns the estimate.
+    pub(crate) async fn calibrate<F>(&self, job: F) -> Option<Duration>
+    where
+        F: FnOnce() -> bool + Send + 'static,
+    {
+        self.prove.calibrate(job).await
     }
 
     /// Waits for a verification slot.

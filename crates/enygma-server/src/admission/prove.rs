@@ -16,6 +16,14 @@ use super::service_time::SlotOccupancy;
 use crate::caller::Caller;
 use crate::metrics::{Metrics, QueueGauges, QueueKind};
 
+/// What a job on a proving slot is: a request's proof, counted in the metrics and moving the
+/// service-time estimate, or the start-up calibration, whose time replaces the estimate.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Job {
+    Request,
+    Calibration,
+}
+
 /// The job of a proof panicked.
 #[derive(Debug)]
 pub(crate) struct JobPanicked;
@@ -190,7 +198,43 @@ impl ProveAdmission {
     /// Runs `job` on the slot's pool (never on a tokio thread) and hands back its result. The
     /// slot stays held until the job ends, even if the awaiting request is dropped meanwhile:
     /// the CPU is busy until then, so the cap must count it.
-    pub(crate) async fn run<R, F>(&self, mut slot: Slot, job: F) -> Result<R, JobPanicked>
+    pub(crate) async fn run<R, F>(&self, slot: Slot, job: F) -> Result<R, JobPanicked>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        self.run_as(slot, job, Job::Request)
+            .await
+            .map(|(result, _)| result)
+    }
+
+    /// Measures the service time on this machine before the first request is admitted: runs
+    /// `job` (a proof that stands for the traffic; it says whether it proved) as a request's
+    /// proof would run, on a slot and its pool, and makes its time at full load the estimate.
+    /// Not counted as a proof in the metrics (its slot's zero wait is, in the queue-wait
+    /// histogram). Returns the new estimate; `None` in unlimited mode (no estimate) or when the
+    /// job did not prove, and the estimate keeps its seed.
+    pub(crate) async fn calibrate<F>(&self, job: F) -> Option<Duration>
+    where
+        F: FnOnce() -> bool + Send + 'static,
+    {
+        let estimate = self.queue.service_time()?;
+        let (slot, _) = self.acquire(&Caller::anonymous()).await.ok()?;
+        let (proved, held) = self.run_as(slot, job, Job::Calibration).await.ok()?;
+        if !proved {
+            return None;
+        }
+        estimate.set(held);
+        Some(estimate.get())
+    }
+
+    /// Runs `job` on the slot's pool; returns its result and the slot's time at full load.
+    async fn run_as<R, F>(
+        &self,
+        mut slot: Slot,
+        job: F,
+        kind: Job,
+    ) -> Result<(R, Duration), JobPanicked>
     where
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
@@ -216,8 +260,11 @@ impl ProveAdmission {
         let occupancy = self.occupancy.clone();
         let mark = occupancy.as_ref().map(|o| o.enter());
         let whole = slot.whole;
+        let request = kind == Job::Request;
         pool.spawn(move || {
-            metrics.proof_started();
+            if request {
+                metrics.proof_started();
+            }
             let result = catch_unwind(AssertUnwindSafe(job));
             // Every proof counts in the occupancy; only a proof on the whole pool ran faster
             // than it will at full load, where each proof has one thread.
@@ -229,15 +276,17 @@ impl ProveAdmission {
                 Some(scaled) if whole => scaled,
                 _ => held_since.elapsed(),
             };
-            if let Some(estimate) = service_time {
+            if let (Some(estimate), true) = (service_time, request) {
                 estimate.observe(held);
             }
-            metrics.proof_finished();
-            if result.is_err() {
-                metrics.proof_panicked();
+            if request {
+                metrics.proof_finished();
+                if result.is_err() {
+                    metrics.proof_panicked();
+                }
             }
             drop(slot);
-            if tx.send(result).is_err() {
+            if tx.send(result.map(|r| (r, held))).is_err() && request {
                 metrics.proof_discarded();
             }
         });
@@ -539,6 +588,39 @@ mod tests {
         );
         drop((a, b));
         assert!(adm.acquire(&Caller::anonymous()).await.is_ok());
+    }
+
+    /// The start-up calibration replaces the seed with its proof's time at full load (alone on
+    /// the whole pool of 2 slots: twice its time), is not counted as a proof, and leaves the
+    /// seed as it was when its proof fails or panics; later proofs move the estimate as before.
+    #[tokio::test]
+    async fn the_calibration_proof_replaces_the_seeded_estimate() {
+        let (adm, m) = shared(2, 2, 0);
+        let estimate = || adm.gauges().service_time.unwrap();
+        assert_eq!(estimate(), Duration::from_millis(100));
+        assert_eq!(adm.calibrate(|| false).await, None);
+        assert_eq!(adm.calibrate(|| -> bool { panic!("boom") }).await, None);
+        assert_eq!(estimate(), Duration::from_millis(100));
+
+        let measured = adm
+            .calibrate(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                true
+            })
+            .await
+            .unwrap();
+        assert_eq!(measured, estimate());
+        assert!(
+            (Duration::from_millis(600)..Duration::from_millis(900)).contains(&measured),
+            "{measured:?}"
+        );
+        assert_eq!(m.proofs_started(), 0);
+        assert_eq!(m.proofs_in_flight(), 0);
+
+        let (slot, _) = adm.acquire(&Caller::anonymous()).await.unwrap();
+        adm.run(slot, || ()).await.unwrap();
+        assert!(estimate() < measured, "a quick proof moves it down");
+        assert_eq!(m.proofs_started(), 1);
     }
 
     #[tokio::test]

@@ -30,6 +30,13 @@ impl ServiceTime {
         Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
     }
 
+    /// Replaces the estimate: the start-up calibration's measured time, which is worth more
+    /// than the seed it replaces.
+    pub(super) fn set(&self, took: Duration) {
+        self.nanos
+            .store(duration_nanos(took).max(1), Ordering::Relaxed);
+    }
+
     pub(super) fn observe(&self, took: Duration) {
         let took = duration_nanos(took) as f64;
         let _ = self

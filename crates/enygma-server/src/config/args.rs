@@ -149,11 +149,14 @@ pub struct Args {
     pub queue_timeout: Duration,
 
     /// Initial estimate of one proof's time on a slot, for the expected-wait shedding and the
-    /// default --queue-depth; after start the estimate follows the observed proof times
-    /// [default: 200ms with 2 or more --prove-threads, 350ms with 1 and with the default shared
-    /// pool (whose slots, when all busy, have a thread each): a k=6 transfer request on the
-    /// 2-core development machines, benches/results/2026-12-05-intel-xeon.md; 0 also means the
-    /// default].
+    /// default --queue-depth; after start the estimate follows the observed proof times. When
+    /// not given, the server measures it before it is ready: one proof of a generated request
+    /// (of transfer-k6 when hosted, else of the largest hosted instance) on a proving slot, as
+    /// a request would run, so the first burst is shed by this CPU's speed and not by another
+    /// one's [default: measured at start; the default --queue-depth is derived from 200ms with
+    /// 2 or more --prove-threads, 350ms with 1 and with the default shared pool (whose slots,
+    /// when all busy, have a thread each): a k=6 transfer request on the 2-core development
+    /// machines, benches/results/2026-12-05-intel-xeon.md; 0 also means the default].
     #[arg(help_heading = H_ADMISSION, long, env = "ENYGMA_EXPECTED_SERVICE_TIME", value_parser = parse_duration)]
     pub expected_service_time: Option<Duration>,
 
@@ -467,10 +470,8 @@ impl Args {
             ProveThreads::PerSlot(n) => n,
             ProveThreads::Adaptive(n) => (n / max_inflight).max(1),
         };
-        let service_time = self
-            .expected_service_time
-            .filter(|d| !d.is_zero())
-            .unwrap_or_else(|| default_service_time(threads_at_full_load));
+        let stated = self.expected_service_time.filter(|d| !d.is_zero());
+        let service_time = stated.unwrap_or_else(|| default_service_time(threads_at_full_load));
         let queue_depth = self
             .queue_depth
             .map(|n| n as usize)
@@ -481,6 +482,7 @@ impl Args {
             queue_depth,
             queue_timeout: self.queue_timeout,
             service_time,
+            calibrate: stated.is_none() && !self.unlimited,
             verify_max_inflight: self.verify_max_inflight as usize,
             verify_queue_depth: self.verify_queue_depth as usize,
             pin_cpus: self.pin_cpus,

@@ -71,6 +71,8 @@ fn defaults() {
     assert_eq!(adm.queue_timeout, Duration::from_secs(60));
     // At full load a proof has one thread: 350 ms, and ceil(60 s / 350 ms) = 172 per slot.
     assert_eq!(adm.service_time, default_service_time(1));
+    // ... until a proof at start measures it on this machine.
+    assert!(adm.calibrate);
     assert_eq!(adm.queue_depth, 172 * cpus);
     assert_eq!(adm.fair.as_ref().unwrap().caller_max_inflight, cpus);
     assert_eq!(args.drain_timeout(), Duration::from_secs(90));
@@ -125,7 +127,13 @@ fn the_default_queue_holds_what_the_slots_work_off_within_the_timeout() {
     .unwrap();
     assert_eq!(args.admission().queue_depth, 240);
     assert_eq!(args.admission().service_time, ms(1_000));
+    // A stated estimate is not measured again; nor is one that nothing uses (--unlimited).
+    assert!(!args.admission().calibrate);
     assert_eq!(args.drain_timeout(), ms(5_000));
+    let unlimited = Args::try_parse_from(["enygma-server", "--unlimited"]).unwrap();
+    assert!(!unlimited.admission().calibrate);
+    let zero = Args::try_parse_from(["enygma-server", "--expected-service-time", "0s"]).unwrap();
+    assert!(zero.admission().calibrate, "0 means the default");
 }
 
 #[test]

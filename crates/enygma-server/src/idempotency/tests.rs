@@ -120,11 +120,42 @@ async fn a_second_request_waits_for_the_first_and_a_later_one_gets_the_answer_ag
     assert_eq!(metric(&text, "enygma_idempotency_waits_total"), Some(1.0));
     assert_eq!(metric(&text, "enygma_idempotency_replays_total"), Some(1.0));
     assert_eq!(metric(&text, "enygma_idempotency_entries"), Some(1.0));
-    let entry = (ENTRY_OVERHEAD + 2 + 10 + JSON.len() as u64) as f64;
+    let entry = (ENTRY_OVERHEAD + 2 + 10 + ("content-type".len() + JSON.len()) as u64) as f64;
     assert_eq!(metric(&text, "enygma_idempotency_bytes"), Some(entry));
     assert_eq!(
         metric(&text, "enygma_idempotency_memory_budget_bytes"),
         Some(DEFAULT_MEMORY as f64)
+    );
+}
+
+#[tokio::test]
+async fn a_proof_is_given_again_with_the_key_it_was_made_with() {
+    let (store, metrics) = new_store(IdempotencyConfig::default());
+    let caller = Caller::anonymous();
+    let digest = digest_of(b"x");
+    let mut resp = proof("{}");
+    let key_sha256 = "ab".repeat(32);
+    resp.headers_mut().insert(
+        "enygma-key-sha256",
+        HeaderValue::from_str(&key_sha256).unwrap(),
+    );
+    resp.headers_mut()
+        .insert("x-not-kept", HeaderValue::from_static("1"));
+    let _ = lead(store.claim(&caller, transfer6(), "k", digest))
+        .finish(resp)
+        .await;
+    let again = replay(store.claim(&caller, transfer6(), "k", digest)).replay();
+    assert_eq!(
+        again.headers().get("enygma-key-sha256").unwrap(),
+        key_sha256.as_str()
+    );
+    assert!(again.headers().get("x-not-kept").is_none());
+    // The key, the body, and the two kept headers' names and values.
+    let entry = ENTRY_OVERHEAD
+        + (1 + 2 + "content-type".len() + JSON.len() + "enygma-key-sha256".len() + 64) as u64;
+    assert_eq!(
+        metric(&page(&metrics), "enygma_idempotency_bytes"),
+        Some(entry as f64)
     );
 }
 
@@ -259,7 +290,7 @@ fn store_with_ttl_zero() -> (Arc<IdempotencyStore>, Arc<Metrics>) {
 #[tokio::test]
 async fn the_oldest_answers_go_first_when_the_memory_is_spent() {
     let body = "x".repeat(1000);
-    let entry = ENTRY_OVERHEAD + 2 + 1000 + JSON.len() as u64;
+    let entry = ENTRY_OVERHEAD + 2 + 1000 + ("content-type".len() + JSON.len()) as u64;
     // Room for two answers, not three.
     let (store, metrics) = new_store(IdempotencyConfig {
         ttl: DEFAULT_TTL,

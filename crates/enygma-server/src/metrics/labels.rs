@@ -53,9 +53,21 @@ label_values! {
 }
 
 label_values! {
+    /// What a reload made of an instance's changed proving key file (`result`).
+    KeyReloadResult {
+        /// Loaded, checked and switched to.
+        Replaced => "replaced",
+        /// Refused: the loaded key stays.
+        Refused => "refused",
+    }
+}
+
+label_values! {
     /// How a background build of precomputed MSM tables ended (`outcome`).
     BuildOutcome {
         Built => "built",
+        /// Read from the cache directory, where an earlier run kept them for the same key.
+        Read => "read",
         /// The instance proves without tables.
         Failed => "failed",
     }
@@ -160,6 +172,11 @@ pub struct AuthLabels {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct KeyReloadLabels {
+    pub result: KeyReloadResult,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct TableProofLabels {
     #[prometheus(flatten)]
     pub instance: InstanceLabels,
@@ -213,6 +230,9 @@ pub struct KeyLabels {
     pub instance: InstanceLabels,
     pub origin: &'static str,
     pub reduction: &'static str,
+    /// The SHA-256 of the proving key file, in hex as `sha256sum` prints it: which key is
+    /// served, and when it was replaced.
+    pub sha256: String,
 }
 
 /// The per-caller series of fair shares: a caller name from the configuration (a token's or a

@@ -36,13 +36,13 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use labels::{
-    AuthLabels, BuildLabels, BuildOutcome, InstanceLabels, KeyLabels, QueueLabels, RequestLabels,
-    TableBuildLabels, TableProofLabels, TableUse, K,
+    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, KeyReloadLabels, KeyReloadResult,
+    QueueLabels, RequestLabels, TableBuildLabels, TableProofLabels, TableUse, K,
 };
 use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
 
 pub use idempotency::IdempotencyFamilies;
-pub use labels::{AuthFailure, AuthScope, EvictionReason, QueueKind};
+pub use labels::{AuthFailure, AuthScope, BuildOutcome, EvictionReason, QueueKind};
 pub use scraped::{CallerShare, ConnectionCounters, QueueCounters, QueueGauges};
 
 /// The `Content-Type` of `/metrics`: the Prometheus text format, version 0.0.4.
@@ -90,6 +90,7 @@ pub struct Metrics {
     /// Failed authentications answered 429: their address had spent its allowance.
     auth_failures_limited: Counter,
     auth_rejected: Family<AuthLabels, Counter>,
+    key_reloads: Family<KeyReloadLabels, Counter>,
     pub connections: Arc<ConnectionCounters>,
     tables: TableFamilies,
     pub idempotency: IdempotencyFamilies,
@@ -146,6 +147,7 @@ impl Metrics {
             checks_refused: Counter::default(),
             auth_failures_limited: Counter::default(),
             auth_rejected: Family::default(),
+            key_reloads: Family::default(),
             connections: Arc::default(),
             tables: TableFamilies {
                 budget: Amount::default(),
@@ -170,6 +172,10 @@ impl Metrics {
         for queue in QueueKind::ALL {
             self.queue_wait.get_or_create_owned(&QueueLabels { queue });
         }
+        for result in [KeyReloadResult::Replaced, KeyReloadResult::Refused] {
+            self.key_reloads
+                .get_or_create_owned(&KeyReloadLabels { result });
+        }
         for scope in [AuthScope::Api, AuthScope::Metrics] {
             for reason in [AuthFailure::Missing, AuthFailure::Invalid] {
                 self.auth_rejected
@@ -190,7 +196,11 @@ impl Metrics {
                     tables,
                 });
             }
-            for outcome in [BuildOutcome::Built, BuildOutcome::Failed] {
+            for outcome in [
+                BuildOutcome::Built,
+                BuildOutcome::Read,
+                BuildOutcome::Failed,
+            ] {
                 t.builds_finished.get_or_create_owned(&TableBuildLabels {
                     instance: labels.clone(),
                     outcome,
@@ -286,7 +296,7 @@ impl Metrics {
         );
         r.register(
             "enygma_table_builds_finished",
-            "Background builds of precomputed MSM tables finished, by outcome (built, failed: the instance proves without)",
+            "Background builds of precomputed MSM tables finished, by outcome (built, read from the cache, failed: the instance proves without)",
             t.builds_finished.clone(),
         );
         r.register(
@@ -300,6 +310,11 @@ impl Metrics {
             self.checks_refused.clone(),
         );
         r.register_collector(Box::new(self.connections.clone()));
+        r.register(
+            "enygma_key_reloads",
+            "Changed proving key files met by a reload (SIGHUP), by result (replaced, refused: the loaded key stays)",
+            self.key_reloads.clone(),
+        );
         r.register(
             "enygma_auth_rejected",
             "Requests answered 401 by scope (api, metrics) and reason (missing, invalid token)",
@@ -343,18 +358,13 @@ impl Metrics {
         }
     }
 
-    /// A build of `instance`'s tables ended after `took`: built, or failed.
-    pub fn table_build_finished(&self, instance: Instance, took: Duration, built: bool) {
+    /// A build of `instance`'s tables ended after `took`: built, read from the cache, or failed.
+    pub fn table_build_finished(&self, instance: Instance, took: Duration, outcome: BuildOutcome) {
         if let Some(labels) = self.hosted(instance) {
             let t = &self.tables;
             t.build_seconds
                 .get_or_create(&labels)
                 .observe(took.as_secs_f64());
-            let outcome = if built {
-                BuildOutcome::Built
-            } else {
-                BuildOutcome::Failed
-            };
             t.builds_finished
                 .get_or_create(&TableBuildLabels {
                     instance: labels,
@@ -377,6 +387,18 @@ impl Metrics {
             self.tables.evictions.get_or_create(&labels).inc();
             self.tables.bytes.get_or_create(&labels).set(0);
         }
+    }
+
+    /// Counts a changed proving key file a reload replaced, or refused.
+    pub fn key_reloaded(&self, replaced: bool) {
+        let result = if replaced {
+            KeyReloadResult::Replaced
+        } else {
+            KeyReloadResult::Refused
+        };
+        self.key_reloads
+            .get_or_create(&KeyReloadLabels { result })
+            .inc();
     }
 
     /// Counts a request refused with 401.
@@ -505,13 +527,14 @@ pub fn render_caller_shares(out: &mut String, shares: Vec<CallerShare>) {
 
 /// Appends `enygma_key_info`: one series per loaded key, saying where its toxic waste went (the
 /// alert on production deployments that run other than ceremony keys reads it).
-pub fn render_key_info(out: &mut String, keys: &[(Instance, enygma_prover::keys::KeyRecord)]) {
+pub fn render_key_info(out: &mut String, keys: &[crate::backend::LoadedKey]) {
     let keys = keys
         .iter()
-        .map(|(instance, record)| KeyLabels {
-            instance: InstanceLabels::from(*instance),
-            origin: record.origin.kind(),
-            reduction: record.reduction.name(),
+        .map(|key| KeyLabels {
+            instance: InstanceLabels::from(key.instance),
+            origin: key.record.origin.kind(),
+            reduction: key.record.reduction.name(),
+            sha256: hex::encode(key.sha256),
         })
         .collect();
     let mut registry = Registry::default();
@@ -520,286 +543,4 @@ pub fn render_key_info(out: &mut String, keys: &[(Instance, enygma_prover::keys:
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-
-    #[test]
-    fn exports_the_build_version_and_commit() {
-        let text = Metrics::new().render(
-            false,
-            false,
-            QueueGauges::default(),
-            QueueGauges::default(),
-            0,
-        );
-        let line = format!(
-            "enygma_build_info{{version=\"{}\",commit=\"{}\"}} 1",
-            env!("CARGO_PKG_VERSION"),
-            enygma_build_info::COMMIT
-        );
-        assert!(
-            text.lines().any(|l| l == line),
-            "missing {line:?} in\n{text}"
-        );
-        assert!(text.contains("# TYPE enygma_build_info gauge"));
-    }
-
-    #[test]
-    fn renders_prometheus_text() {
-        let m = Metrics::new();
-        m.request("generateProofTransfer", Some(6), 200);
-        m.request("generateProofTransfer", None, 400);
-        m.observe_queue_wait(QueueKind::Prove, Duration::from_millis(3));
-        let transfer6 = statements::instance("transfer", Some(6)).unwrap();
-        let deposit2 = statements::instance("deposit", Some(2)).unwrap();
-        m.observe_proof(
-            transfer6,
-            Duration::from_millis(40),
-            Duration::from_millis(600),
-        );
-        m.proof_started();
-        m.proof_started();
-        m.proof_finished();
-        m.queue(QueueKind::Prove)
-            .shed
-            .fetch_add(5, Ordering::Relaxed);
-        m.auth_rejected(AuthScope::Metrics, AuthFailure::Invalid);
-        let text = m.render(
-            true,
-            false,
-            QueueGauges {
-                queued: 2,
-                queue_capacity: 8,
-                max_inflight: 2,
-                service_time: Some(Duration::from_millis(350)),
-            },
-            QueueGauges::default(),
-            0,
-        );
-        for line in [
-            "enygma_ready 1",
-            "enygma_http_requests_total{route=\"generateProofTransfer\",k=\"6\",status=\"200\"} 1",
-            "enygma_http_requests_total{route=\"generateProofTransfer\",k=\"none\",status=\"400\"} 1",
-            "enygma_proofs_in_flight 1",
-            "enygma_proofs_in_flight_peak 2",
-            "enygma_queue_depth{queue=\"prove\"} 2",
-            "enygma_shed_total{queue=\"prove\"} 5",
-            "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.005\"} 1",
-            "enygma_queue_wait_seconds_bucket{queue=\"prove\",le=\"0.001\"} 0",
-            "enygma_prove_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"1\"} 1",
-            "enygma_prove_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"+Inf\"} 1",
-            "enygma_prove_seconds_count{statement=\"transfer\",k=\"6\"} 1",
-            "enygma_witness_seconds_count{statement=\"transfer\",k=\"6\"} 1",
-            // The statements are no longer mixed: a deposit of the same k has its own series.
-            "enygma_prove_seconds_count{statement=\"deposit\",k=\"6\"} 0",
-            "enygma_service_time_estimate_seconds{queue=\"prove\"} 0.35",
-            "enygma_auth_rejected_total{scope=\"metrics\",reason=\"invalid\"} 1",
-            "enygma_auth_rejected_total{scope=\"api\",reason=\"missing\"} 0",
-            "enygma_connections_open 0",
-        ] {
-            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
-        }
-        // Every sample line is `name{labels} value` or `name value`.
-        for l in text.lines().filter(|l| !l.starts_with('#')) {
-            let value = l.rsplit(' ').next().unwrap();
-            assert!(value.parse::<f64>().is_ok(), "bad sample {l:?}");
-        }
-        // A server hosting one instance renders that one's histograms only.
-        let one = Metrics::for_instances(&[deposit2]);
-        one.observe_proof(
-            transfer6,
-            Duration::from_millis(1),
-            Duration::from_millis(2),
-        );
-        let text = one.render(
-            true,
-            false,
-            QueueGauges::default(),
-            QueueGauges::default(),
-            0,
-        );
-        let series: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with("enygma_prove_seconds_count"))
-            .collect();
-        assert_eq!(
-            series,
-            ["enygma_prove_seconds_count{statement=\"deposit\",k=\"2\"} 0"]
-        );
-    }
-
-    /// Every family `/metrics` has, with its type: the interface deploy/'s rules, dashboards and
-    /// triggers and the load generator read. A rename here is a breaking change for them.
-    const FAMILIES: &[(&str, &str)] = &[
-        ("enygma_abandoned_total", "counter"),
-        ("enygma_auth_failures_limited_total", "counter"),
-        ("enygma_auth_rejected_total", "counter"),
-        ("enygma_build_info", "gauge"),
-        ("enygma_caller_admitted_total", "counter"),
-        ("enygma_caller_proofs_in_flight", "gauge"),
-        ("enygma_caller_queued", "gauge"),
-        ("enygma_caller_shed_total", "counter"),
-        ("enygma_caller_weight", "gauge"),
-        ("enygma_check_pending", "gauge"),
-        ("enygma_check_refused_total", "counter"),
-        ("enygma_connection_waits_total", "counter"),
-        ("enygma_connections_accepted_total", "counter"),
-        ("enygma_connections_aged_out_total", "counter"),
-        ("enygma_connections_closed_total", "counter"),
-        ("enygma_connections_open", "gauge"),
-        ("enygma_connections_refused_total", "counter"),
-        ("enygma_connections_timed_out_total", "counter"),
-        ("enygma_connections_unauthenticated", "gauge"),
-        ("enygma_draining", "gauge"),
-        ("enygma_http_requests_total", "counter"),
-        ("enygma_idempotency_bytes", "gauge"),
-        ("enygma_idempotency_conflicts_total", "counter"),
-        ("enygma_idempotency_entries", "gauge"),
-        ("enygma_idempotency_evictions_total", "counter"),
-        ("enygma_idempotency_memory_budget_bytes", "gauge"),
-        ("enygma_idempotency_replays_total", "counter"),
-        ("enygma_idempotency_waits_total", "counter"),
-        ("enygma_key_info", "gauge"),
-        ("enygma_max_inflight", "gauge"),
-        ("enygma_proof_panics_total", "counter"),
-        ("enygma_proofs_discarded_total", "counter"),
-        ("enygma_proofs_in_flight", "gauge"),
-        ("enygma_proofs_in_flight_peak", "gauge"),
-        ("enygma_proofs_started_total", "counter"),
-        ("enygma_prove_seconds", "histogram"),
-        ("enygma_queue_capacity", "gauge"),
-        ("enygma_queue_depth", "gauge"),
-        ("enygma_queue_timeouts_total", "counter"),
-        ("enygma_queue_wait_seconds", "histogram"),
-        ("enygma_ready", "gauge"),
-        ("enygma_service_time_estimate_seconds", "gauge"),
-        ("enygma_shed_total", "counter"),
-        ("enygma_table_build_seconds", "histogram"),
-        ("enygma_table_builds_finished_total", "counter"),
-        ("enygma_table_builds_started_total", "counter"),
-        ("enygma_table_bytes", "gauge"),
-        ("enygma_table_evictions_total", "counter"),
-        ("enygma_table_memory_budget_bytes", "gauge"),
-        ("enygma_table_proofs_total", "counter"),
-        ("enygma_tls_handshake_failures_total", "counter"),
-        ("enygma_tls_reloads_total", "counter"),
-        ("enygma_witness_seconds", "histogram"),
-    ];
-
-    /// The whole page the `/metrics` handler serves, before any event: one hosted instance, a
-    /// queue that sheds by expected wait, a caller, a key.
-    fn page_of_a_fresh_server() -> String {
-        let transfer6 = statements::instance("transfer", Some(6)).unwrap();
-        let m = Metrics::for_instances(&[transfer6]);
-        m.request("/healthcheck", None, 200);
-        let mut text = m.render(
-            true,
-            false,
-            QueueGauges {
-                service_time: Some(Duration::from_millis(350)),
-                ..QueueGauges::default()
-            },
-            QueueGauges::default(),
-            0,
-        );
-        render_caller_shares(
-            &mut text,
-            vec![CallerShare {
-                caller: "anonymous".to_string(),
-                queued: 0,
-                in_flight: 0,
-                admitted: 0,
-                shed: 0,
-                weight: 1,
-            }],
-        );
-        render_key_info(
-            &mut text,
-            &[(transfer6, enygma_prover::keys::KeyRecord::DEVELOPMENT)],
-        );
-        text
-    }
-
-    #[test]
-    fn every_family_keeps_its_name_and_type() {
-        let text = page_of_a_fresh_server();
-        let mut families: Vec<(&str, &str)> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("# TYPE "))
-            .map(|l| l.split_once(' ').unwrap())
-            .collect();
-        families.sort();
-        assert_eq!(families, FAMILIES, "{text}");
-        // Each family has its HELP, in the wording written here (the registry adds the final
-        // period of the registered ones; a doubled one would mean both did).
-        for (name, _) in FAMILIES {
-            let help = format!("# HELP {name} ");
-            let line = text.lines().find(|l| l.starts_with(&help));
-            let line = line.unwrap_or_else(|| panic!("no HELP for {name}"));
-            assert!(line.ends_with('.') && !line.ends_with(".."), "{line}");
-        }
-    }
-
-    #[test]
-    fn samples_are_named_as_their_family_in_the_0_0_4_format() {
-        let text = page_of_a_fresh_server();
-        let types: BTreeMap<&str, &str> = FAMILIES.iter().copied().collect();
-        for sample in enygma_formats::prometheus::parse(&text) {
-            let name = sample.name.as_str();
-            let family = ["_bucket", "_sum", "_count"]
-                .iter()
-                .find_map(|suffix| {
-                    let family = name.strip_suffix(suffix)?;
-                    (types.get(family) == Some(&"histogram")).then_some(family)
-                })
-                .unwrap_or(name);
-            assert!(types.contains_key(family), "{name} is in no family");
-        }
-        // Nothing of OpenMetrics: no `# EOF`, `# UNIT` or `_created` series.
-        assert!(!text.contains("# EOF") && !text.contains("# UNIT") && !text.contains("_created"));
-        // Bucket bounds are written as before: `le="1"`, not `le="1.0"`.
-        for le in ["0.001", "0.35", "1", "60", "+Inf"] {
-            let bucket = format!("enygma_queue_wait_seconds_bucket{{queue=\"prove\",le=\"{le}\"}}");
-            assert_eq!(text.contains(&bucket), le != "0.35", "{bucket} in\n{text}");
-        }
-        assert!(text.contains("enygma_service_time_estimate_seconds{queue=\"prove\"} 0.35"));
-        assert!(!text.contains("enygma_service_time_estimate_seconds{queue=\"verify\"}"));
-        assert!(text.contains(
-            "enygma_key_info{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\"} 1"
-        ));
-        assert!(text.contains("enygma_caller_weight{caller=\"anonymous\"} 1"));
-    }
-
-    #[test]
-    fn table_series_count_hosted_instances_only() {
-        let transfer6 = statements::instance("transfer", Some(6)).unwrap();
-        let deposit2 = statements::instance("deposit", Some(2)).unwrap();
-        let m = Metrics::for_instances(&[transfer6]);
-        m.table_budget(1 << 20);
-        for instance in [transfer6, deposit2] {
-            m.table_proof(instance, false);
-            m.table_proof(instance, true);
-            m.table_build_started(instance);
-            m.table_build_finished(instance, Duration::from_secs(3), true);
-            m.table_bytes(instance, 4096);
-        }
-        m.table_evicted(transfer6);
-        let text = m.render(false, false, Default::default(), Default::default(), 0);
-        for line in [
-            "enygma_table_memory_budget_bytes 1048576",
-            "enygma_table_proofs_total{statement=\"transfer\",k=\"6\",tables=\"hit\"} 1",
-            "enygma_table_proofs_total{statement=\"transfer\",k=\"6\",tables=\"miss\"} 1",
-            "enygma_table_builds_started_total{statement=\"transfer\",k=\"6\"} 1",
-            "enygma_table_builds_finished_total{statement=\"transfer\",k=\"6\",outcome=\"built\"} 1",
-            "enygma_table_builds_finished_total{statement=\"transfer\",k=\"6\",outcome=\"failed\"} 0",
-            "enygma_table_build_seconds_bucket{statement=\"transfer\",k=\"6\",le=\"5\"} 1",
-            "enygma_table_evictions_total{statement=\"transfer\",k=\"6\"} 1",
-            "enygma_table_bytes{statement=\"transfer\",k=\"6\"} 0",
-        ] {
-            assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
-        }
-        assert!(!text.contains("statement=\"deposit\""), "{text}");
-    }
-}
+mod tests;

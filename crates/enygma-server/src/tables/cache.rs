@@ -9,7 +9,7 @@ use enygma_prover::statements::Instance;
 use super::memory::{default_budget, mib, resident_bytes, TableBudget, TableConfig};
 use super::policy::{Build, TablePolicy, BUILD_AFTER_PROOFS};
 use crate::backend::ProofBackend;
-use crate::metrics::Metrics;
+use crate::metrics::{BuildOutcome, Metrics};
 
 /// The niceness of the build thread. Why 10 and not 19: under full load a thread at 19 gets
 /// about 1.5 % of a core against the proofs' threads (CFS weights 15 against 1024), so a k = 6
@@ -162,34 +162,38 @@ fn run_build<B: ProofBackend>(
     let instance = build.instance;
     metrics.table_build_started(instance);
     let started = Instant::now();
-    // Whether the tables were read from an earlier run's cache (else built).
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    // Tables an earlier run kept for this key are read (a fraction of a second), else built.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if backend.read_kept_tables(instance) {
-            return Ok(true);
+            return Ok(BuildOutcome::Read);
         }
         tracing::info!(circuit = %instance, table_mib = mib(build.bytes), "building precomputed MSM tables in the background");
         pool.install(|| backend.build_tables(instance))
-            .map(|()| false)
+            .map(|()| BuildOutcome::Built)
     }));
     // The build's chunks were allocated below the mmap threshold and are free now.
     crate::malloc::release_free_memory();
     let elapsed = started.elapsed();
-    let ok = matches!(outcome, Ok(Ok(_)));
+    let outcome = match &result {
+        Ok(Ok(outcome)) => *outcome,
+        _ => BuildOutcome::Failed,
+    };
+    let ok = outcome != BuildOutcome::Failed;
     policy
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .built(instance, ok);
-    metrics.table_build_finished(instance, elapsed, ok);
+    metrics.table_build_finished(instance, elapsed, outcome);
     if ok {
         metrics.table_bytes(instance, build.bytes);
-        let how = if matches!(outcome, Ok(Ok(true))) {
+        let how = if outcome == BuildOutcome::Read {
             "precomputed MSM tables read from the cache"
         } else {
             "precomputed MSM tables built"
         };
         tracing::info!(circuit = %instance, table_mib = mib(build.bytes), elapsed_ms = elapsed.as_millis() as u64, "{how}");
     } else {
-        let error = match outcome {
+        let error = match result {
             Ok(Err(e)) => e.to_string(),
             _ => "the build panicked".into(),
         };
