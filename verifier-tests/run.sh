@@ -6,7 +6,8 @@
 #      the key's snarkjs export and Solidity verifier,
 #   3. runs the node tests: snarkjs groth16 verify, and the Solidity verifier compiled with
 #      solc-js and executed in @ethereumjs/evm (gas written to $OUT_DIR/gas.json); the real
-#      fixtures' key and verifier must also be the files committed in keys/.
+#      fixtures' key and verifier must also be the files committed in keys/; and snarkjs'
+#      own prover on a request's exported witness and the development key exported as a zkey.
 # Exits non-zero if anything fails.
 #
 # usage: verifier-tests/run.sh [FIXTURES_DIR]
@@ -20,6 +21,8 @@
 #   SKIP_FIXTURES=1  do not generate, test what is already in FIXTURES_DIR
 #   KEYS_DIR       the keys the fixtures use and the committed exports are compared with
 #                  (default: keys/ at the repository root)
+#   ENYGMA         the CLI that exports witnesses and zkeys (default: the debug build, built
+#                  if missing)
 #   OUT_DIR        reports (default: verifier-tests/out)
 set -euo pipefail
 
@@ -58,6 +61,12 @@ if [ "${SKIP_FIXTURES:-0}" != 1 ]; then
   fi
 fi
 
+export ENYGMA="${ENYGMA:-${CARGO_TARGET_DIR:-$root/target}/debug/enygma}"
+if [ ! -x "$ENYGMA" ]; then
+  echo "== building $ENYGMA"
+  (cd "$root" && cargo build -q -p enygma-cli)
+fi
+
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 echo "== node tests (fixtures: $fixtures)"
@@ -65,7 +74,7 @@ status=0
 (cd "$here" && FIXTURES_DIR="$fixtures" OUT_DIR="$out" KEYS_DIR="$keys" node --test \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$out/results.tap" \
-  test/snarkjs.test.js test/solidity.test.js) || status=$?
+  test/snarkjs.test.js test/solidity.test.js test/wtns-zkey.test.js) || status=$?
 
 pass="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$out/results.tap" | tail -1)"
 fail="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$out/results.tap" | tail -1)"

@@ -80,6 +80,33 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Write the witness of a request (a file, or - for standard input) in iden3's binary .wtns
+    /// format, in the wire order of export-r1cs (the one, the public inputs, then the private
+    /// wires), for `snarkjs groth16 prove`, `snarkjs wtns check` or rapidsnark. The file holds
+    /// the request's secrets. Without --k, k comes from the request as for `prove`.
+    ExportWtns {
+        input: String,
+        #[command(flatten)]
+        circuit: CircuitArgs,
+        /// Output file [default: {stem}.wtns].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write the instance's DEVELOPMENT proving key (from the public seed: anyone can forge
+    /// proofs for it) as a snarkjs Groth16 zkey, for snarkjs' and rapidsnark's provers. Its H
+    /// points are those snarkjs' setup makes (recomputed from the seed's toxic waste); every
+    /// other point, and so the verifying key, is the development key's. Not for production, and
+    /// import-zkey records it as a development key. A setup: seconds to a minute.
+    ExportZkey {
+        #[command(flatten)]
+        circuit: CircuitArgs,
+        /// Where the development verifying key is compared with the zkey's (when there).
+        #[arg(long, env = "ENYGMA_KEYS_DIR", default_value = "keys")]
+        keys_dir: PathBuf,
+        /// Output file [default: {stem}.zkey].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Import a snarkjs Groth16 zkey (a ceremony's final key) as the instance's proving and
     /// verifying keys, after checking that it was made for exactly this constraint system and
     /// that every point is valid. Writes KEYS_DIR/{stem}.pk, .vk and their exports; refuses to
@@ -284,6 +311,16 @@ fn run(cli: Cli) -> Result<()> {
             circuit: CircuitArgs { circuit, k },
             out,
         } => export_r1cs(instance_of(&circuit, k, None)?, out),
+        Command::ExportWtns {
+            input,
+            circuit,
+            out,
+        } => export_wtns(&input, &circuit, out),
+        Command::ExportZkey {
+            circuit: CircuitArgs { circuit, k },
+            keys_dir,
+            out,
+        } => export_zkey(instance_of(&circuit, k, None)?, &keys_dir, out),
         Command::ImportZkey {
             zkey,
             circuit: CircuitArgs { circuit, k },
@@ -489,13 +526,66 @@ fn export_r1cs(instance: Instance, out: Option<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// `enygma export-wtns`: the request is checked as `prove` checks it; no keys are read.
+fn export_wtns(input: &str, circuit: &CircuitArgs, out: Option<PathBuf>) -> Result<()> {
+    let body = read_input(input)?;
+    let instance = instance_of(
+        &circuit.circuit,
+        circuit.k,
+        request_size(&circuit.circuit, &body),
+    )?;
+    let prepared = enygma_prover::prepare(instance, &body)?;
+    let assignment = enygma_prover::full_assignment(&prepared)?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("{}.wtns", instance.key_stem())));
+    let bytes = zeroize::Zeroizing::new(enygma_prover::ceremony::wtns_file::write(&assignment));
+    fs::write(&out, &*bytes).with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "{instance}: {} wires ({} public inputs) written to {}",
+        assignment.len(),
+        instance.num_public_inputs(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// `enygma export-zkey`: the development key of snarkjs' reduction, written as a zkey.
+fn export_zkey(instance: Instance, keys_dir: &Path, out: Option<PathBuf>) -> Result<()> {
+    use enygma_prover::qap::Reduction;
+    let r1cs = enygma_prover::groth16::r1cs(instance.circuit_for_setup())
+        .with_context(|| format!("{instance} synthesis"))?;
+    let pk = keys::generate_with_reduction(instance, Reduction::Circom)?;
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("{}.zkey", instance.key_stem())));
+    fs::write(&out, enygma_prover::ceremony::zkey::write(&pk, &r1cs))
+        .with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "{instance}: DEVELOPMENT zkey (public seed, not for production) written to {}",
+        out.display()
+    );
+    let vk_path = keys::KeyPaths::new(keys_dir, instance).verifying;
+    if vk_path.exists() {
+        if keys::load_verifying_key(&vk_path)? == pk.vk {
+            eprintln!(
+                "its verifying key is {}: `enygma verify` accepts its proofs",
+                vk_path.display()
+            );
+        } else {
+            eprintln!(
+                "warning: {} is not the development verifying key; proofs from this zkey do not verify against it",
+                vk_path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `enygma import-zkey`: the zkey checked against the instance's R1CS, then written as our keys.
 fn import_zkey(instance: Instance, zkey: &Path, keys_dir: &Path, force: bool) -> Result<()> {
     refuse_overwrite(keys_dir, instance, force)?;
     let bytes = fs::read(zkey).with_context(|| format!("reading {}", zkey.display()))?;
     let r1cs = enygma_prover::groth16::r1cs(instance.circuit_for_setup())
         .with_context(|| format!("{instance} synthesis"))?;
-    let (pk, record) = enygma_prover::ceremony::zkey::import(&bytes, &r1cs)
+    let development_delta = keys::development_delta_g1(instance);
+    let (pk, record) = enygma_prover::ceremony::zkey::import(&bytes, &r1cs, &development_delta)
         .with_context(|| format!("{} refused for {instance}", zkey.display()))?;
     keys::save(keys_dir, instance, &pk, &record)?;
     export::write_committed_exports(keys_dir, instance)?;

@@ -375,3 +375,71 @@ fn gen_request_names_its_instance_by_stem_or_statement_and_k() {
     );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// `export-wtns` of a generated ownership-721 request: the one, then the statement's public
+/// inputs, then as many private wires as the exported R1CS has. `export-zkey` of the same
+/// instance: a zkey that imports against the circuit as a development key of snarkjs'
+/// reduction, whose verifying key is the committed one.
+#[test]
+fn export_wtns_and_export_zkey_fit_the_circuit_and_the_committed_key() {
+    use enygma_prover::{
+        ceremony::{wtns_file, zkey},
+        keys::KeyOrigin,
+        qap::Reduction,
+    };
+    let tmp = std::env::temp_dir().join(format!("enygma-cli-wtns-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let path = |name: &str| tmp.join(name).to_str().unwrap().to_string();
+    let ownership = statements::by_stem("ownership-721").unwrap();
+
+    let request = enygma_ok(&["gen-request", "--circuit", "ownership-721", "--seed", "3"]);
+    std::fs::write(tmp.join("request.json"), &request).unwrap();
+    enygma_ok(&[
+        "export-wtns",
+        "--circuit",
+        "ownership-721",
+        "--out",
+        &path("witness.wtns"),
+        &path("request.json"),
+    ]);
+    let witness = wtns_file::read(&std::fs::read(tmp.join("witness.wtns")).unwrap()).unwrap();
+    let r1cs = enygma_prover::groth16::r1cs(ownership.circuit_for_setup()).unwrap();
+    assert_eq!(
+        witness.len(),
+        r1cs.num_instance_variables + r1cs.num_witness_variables
+    );
+    assert_eq!(witness[0], enygma_verifier::Fr::from(1u64));
+    let public = enygma_prover::prepare(ownership, &request)
+        .unwrap()
+        .public_inputs()
+        .unwrap();
+    assert_eq!(witness[1..r1cs.num_instance_variables], public[..]);
+    // Every constraint holds for the exported wires, in the R1CS' own wire order.
+    let dot = |terms: &[(enygma_verifier::Fr, usize)]| -> enygma_verifier::Fr {
+        terms.iter().map(|&(c, w)| c * witness[w]).sum()
+    };
+    for row in 0..r1cs.num_constraints {
+        let [a, b, c] = [0, 1, 2].map(|m| dot(&r1cs.matrices[m][row]));
+        assert_eq!(a * b, c, "constraint {row}");
+    }
+
+    enygma_ok(&[
+        "export-zkey",
+        "--circuit",
+        "ownership-721",
+        "--out",
+        &path("circuit.zkey"),
+    ]);
+    let bytes = std::fs::read(tmp.join("circuit.zkey")).unwrap();
+    let (pk, record) = zkey::import(&bytes, &r1cs, &keys::development_delta_g1(ownership)).unwrap();
+    assert_eq!(record.origin, KeyOrigin::DevelopmentSeed);
+    assert_eq!(record.reduction, Reduction::Circom);
+    let committed =
+        keys::load_verifying_key(&keys::KeyPaths::new(&keys_dir(), ownership).verifying).unwrap();
+    assert!(
+        pk.vk == committed,
+        "the zkey's verifying key is the committed one"
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -178,15 +178,40 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> KeyError + '_ {
 /// Runs the deterministic development setup of `instance`, for the oriented reduction the
 /// prover uses ([`crate::qap`]).
 pub fn generate(instance: Instance) -> Result<ProvingKey<Bn254>, KeyError> {
+    generate_with_reduction(instance, Reduction::Libsnark)
+}
+
+/// The development setup of `instance` for the H query of `reduction`. Both reductions draw
+/// the same toxic waste from the seed (α, β, γ, δ, the generators, then τ) and differ only in
+/// H's points, so a key of snarkjs' reduction ([`Reduction::Circom`], what
+/// [`crate::ceremony::zkey::write`] lays out for snarkjs and rapidsnark) has the development
+/// key's verifying key and A, B and L queries.
+pub fn generate_with_reduction(
+    instance: Instance,
+    reduction: Reduction,
+) -> Result<ProvingKey<Bn254>, KeyError> {
     let mut rng = ChaCha20Rng::from_seed(development_seed(instance));
-    let (pk, _) =
-        Groth16::circuit_specific_setup(instance.circuit_for_setup(), &mut rng).map_err(|e| {
-            KeyError::Setup {
-                stem: instance.key_stem(),
-                reason: e.to_string(),
-            }
-        })?;
-    Ok(pk)
+    let circuit = instance.circuit_for_setup();
+    let setup = match reduction {
+        Reduction::Libsnark => Groth16::circuit_specific_setup(circuit, &mut rng),
+        Reduction::Circom => crate::qap::CircomGroth16::circuit_specific_setup(circuit, &mut rng),
+    };
+    setup.map(|(pk, _)| pk).map_err(|e| KeyError::Setup {
+        stem: instance.key_stem(),
+        reason: e.to_string(),
+    })
+}
+
+/// δ₁ of the development keys of `instance` (of either reduction), from the first draws of
+/// their seeded setup alone (α, β, γ, δ, then the G1 generator): how an imported zkey without
+/// contributions is recognized as a development key ([`crate::ceremony::zkey::import`]).
+pub fn development_delta_g1(instance: Instance) -> ark_bn254::G1Affine {
+    use ark_ec::CurveGroup;
+    use ark_std::UniformRand;
+    let mut rng = ChaCha20Rng::from_seed(development_seed(instance));
+    let [_alpha, _beta, _gamma, delta] = [0; 4].map(|_| enygma_circuit::Fr::rand(&mut rng));
+    let g1 = ark_bn254::G1Projective::rand(&mut rng);
+    (g1 * delta).into_affine()
 }
 
 /// A single-party setup of `instance` for staging, for the oriented libsnark reduction: α, β,

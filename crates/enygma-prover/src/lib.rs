@@ -439,6 +439,27 @@ impl Prepared {
     }
 }
 
+/// The full assignment of a prepared request (the constant 1, the public inputs in the
+/// statement's order, then the private wires: the wire order of
+/// [`ceremony::r1cs_file`]), from a witness-only synthesis; no keys needed. Its public inputs
+/// are checked to be the statement's. Wiped when dropped.
+pub fn full_assignment(prepared: &Prepared) -> Result<wipe::Wiped<Fr>, ProveError> {
+    let instance = prepared.instance;
+    let circuit = instance
+        .statement()
+        .circuit_for_proving(&prepared.inputs)
+        .ok_or_else(|| foreign_inputs(instance))?;
+    let assignment = groth16::full_assignment(circuit)
+        .map_err(|e| ProveError::Internal(format!("witness synthesis: {e}")))?;
+    let public = prepared.public_inputs()?;
+    if assignment.get(1..=public.len()) != Some(public.as_slice()) {
+        return Err(ProveError::Internal(format!(
+            "the {instance} circuit's public inputs differ from the statement's"
+        )));
+    }
+    Ok(assignment)
+}
+
 fn foreign_inputs(instance: Instance) -> ProveError {
     ProveError::Internal(format!("inputs of another statement given to {instance}"))
 }

@@ -19,7 +19,7 @@
 
 use ark_bn254::{Bn254, Fq, Fq2, G1Affine, G2Affine};
 use ark_ec::AffineRepr;
-use ark_ff::{BigInt, BigInteger, PrimeField, Zero};
+use ark_ff::{BigInt, BigInteger, Field, PrimeField, Zero};
 use ark_groth16::{ProvingKey, VerifyingKey};
 use blake2::{Blake2b512, Digest};
 use enygma_circuit::Fr;
@@ -88,18 +88,28 @@ pub struct Zkey {
 /// inputs and its coefficient section against the ones snarkjs' setup derives from the `.r1cs`
 /// we export ([`crate::ceremony::r1cs_file`]). Returns our proving key and its record
 /// (snarkjs' reduction, a ceremony of that many contributions).
-pub fn import(bytes: &[u8], r1cs: &R1cs) -> Result<(ProvingKey<Bn254>, KeyRecord), ZkeyError> {
+///
+/// A zkey without contributions is refused, except one whose δ₁ is `development_delta_g1`
+/// (the instance's development δ₁, [`crate::keys::development_delta_g1`]): a development key
+/// written by [`write`], recorded as a development key, never as a ceremony's.
+pub fn import(
+    bytes: &[u8],
+    r1cs: &R1cs,
+    development_delta_g1: &G1Affine,
+) -> Result<(ProvingKey<Bn254>, KeyRecord), ZkeyError> {
     let zkey = read(bytes)?;
     check_circuit(&zkey, r1cs)?;
-    if zkey.contribution_hashes.is_empty() {
-        return Err(ZkeyError::NoContribution);
-    }
-    let record = KeyRecord {
-        origin: KeyOrigin::Ceremony {
+    let origin = match zkey.contribution_hashes.last() {
+        None if zkey.proving_key.delta_g1 == *development_delta_g1 => KeyOrigin::DevelopmentSeed,
+        None => return Err(ZkeyError::NoContribution),
+        Some(last) => KeyOrigin::Ceremony {
             contributions: zkey.contribution_hashes.len() as u32,
-            final_hash: zkey.contribution_hashes.last().map(hex::encode),
+            final_hash: Some(hex::encode(last)),
             zkey_sha256: hex::encode(sha2::Sha256::digest(bytes)),
         },
+    };
+    let record = KeyRecord {
+        origin,
         reduction: Reduction::Circom,
     };
     Ok((zkey.proving_key, record))
@@ -123,6 +133,106 @@ pub fn expected_coefficients(r1cs: &R1cs) -> Vec<(u32, u32, u32, Fr)> {
         (0..r1cs.num_instance_variables).map(|s| (0, (m + s) as u32, s as u32, Fr::from(1u64))),
     );
     out
+}
+
+/// The zkey of `pk` for `r1cs`, laid out as snarkjs' `zkey new` lays it out (sections 1 to 10,
+/// in order), with no phase-2 contribution: what snarkjs' and rapidsnark's provers and `zkey
+/// export verificationkey` read. `pk` must be a key of snarkjs' reduction
+/// ([`crate::qap::CircomGroth16`]: an H query of one point per point of the domain);
+/// [`import`] reads it back point for point.
+///
+/// Only development keys are written this way ([`crate::keys::generate_with_reduction`]):
+/// a zkey with no contribution is as forgeable as the seed it came from, and [`import`]
+/// records it as such.
+pub fn write(pk: &ProvingKey<Bn254>, r1cs: &R1cs) -> Vec<u8> {
+    // The circuit hash is left zero: no contribution's transcript refers to it.
+    let mut contributions = vec![0u8; 64];
+    contributions.extend(0u32.to_le_bytes());
+    write_with_contributions(pk, r1cs, contributions)
+}
+
+/// [`write`] with section 10 as given.
+fn write_with_contributions(
+    pk: &ProvingKey<Bn254>,
+    r1cs: &R1cs,
+    contributions: Vec<u8>,
+) -> Vec<u8> {
+    let wires = r1cs.num_instance_variables + r1cs.num_witness_variables;
+    let domain = (r1cs.num_constraints + r1cs.num_instance_variables).next_power_of_two();
+    let mut sections: Vec<(u32, Vec<u8>)> = vec![(1, 1u32.to_le_bytes().to_vec())];
+    let mut h = Vec::new();
+    for (size, prime) in [
+        (FIELD_BYTES as u32, Fq::MODULUS.to_bytes_le()),
+        (FIELD_BYTES as u32, Fr::MODULUS.to_bytes_le()),
+    ] {
+        h.extend(size.to_le_bytes());
+        h.extend(prime);
+    }
+    for n in [wires, r1cs.num_instance_variables - 1, domain] {
+        h.extend((n as u32).to_le_bytes());
+    }
+    put_g1(&mut h, &pk.vk.alpha_g1);
+    put_g1(&mut h, &pk.beta_g1);
+    put_g2(&mut h, &pk.vk.beta_g2);
+    put_g2(&mut h, &pk.vk.gamma_g2);
+    put_g1(&mut h, &pk.delta_g1);
+    put_g2(&mut h, &pk.vk.delta_g2);
+    sections.push((2, h));
+    let g1s = |points: &[G1Affine]| {
+        let mut out = Vec::with_capacity(points.len() * G1_BYTES);
+        points.iter().for_each(|p| put_g1(&mut out, p));
+        out
+    };
+    sections.push((3, g1s(&pk.vk.gamma_abc_g1)));
+    let coefficients = expected_coefficients(r1cs);
+    let mut c = Vec::with_capacity(4 + coefficients.len() * COEFFICIENT_BYTES);
+    c.extend((coefficients.len() as u32).to_le_bytes());
+    // value·R² in standard form: the prover reads it as a Montgomery element (value·R) and
+    // multiplies it by a witness value read from the .wtns in standard form.
+    let r2 = Fr::from(2u64).pow([512]);
+    for (matrix, row, wire, value) in coefficients {
+        for n in [matrix, row, wire] {
+            c.extend(n.to_le_bytes());
+        }
+        c.extend((value * r2).into_bigint().to_bytes_le());
+    }
+    sections.push((4, c));
+    sections.push((5, g1s(&pk.a_query)));
+    sections.push((6, g1s(&pk.b_g1_query)));
+    let mut b2 = Vec::with_capacity(pk.b_g2_query.len() * G2_BYTES);
+    pk.b_g2_query.iter().for_each(|p| put_g2(&mut b2, p));
+    sections.push((7, b2));
+    sections.push((8, g1s(&pk.l_query)));
+    sections.push((9, g1s(&pk.h_query)));
+    sections.push((10, contributions));
+    let mut out = b"zkey".to_vec();
+    out.extend(1u32.to_le_bytes());
+    out.extend((sections.len() as u32).to_le_bytes());
+    for (id, body) in sections {
+        out.extend(id.to_le_bytes());
+        out.extend((body.len() as u64).to_le_bytes());
+        out.extend(body);
+    }
+    out
+}
+
+/// A coordinate as snarkjs stores it: Montgomery form, little-endian.
+fn montgomery(x: &Fq) -> [u8; FIELD_BYTES] {
+    x.0.to_bytes_le().try_into().expect("32 bytes")
+}
+
+/// The identity as all zeros, as snarkjs writes it.
+fn put_g1(out: &mut Vec<u8>, p: &G1Affine) {
+    let (x, y) = p.xy().unwrap_or_default();
+    out.extend(montgomery(&x));
+    out.extend(montgomery(&y));
+}
+
+fn put_g2(out: &mut Vec<u8>, p: &G2Affine) {
+    let (x, y) = p.xy().unwrap_or_default();
+    for c in [x.c0, x.c1, y.c0, y.c1] {
+        out.extend(montgomery(&c));
+    }
 }
 
 fn check_circuit(zkey: &Zkey, r1cs: &R1cs) -> Result<(), ZkeyError> {
@@ -480,91 +590,45 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    fn montgomery(x: &Fq) -> Vec<u8> {
-        x.0.to_bytes_le()
-    }
-
-    fn put_g1(out: &mut Vec<u8>, p: &G1Affine) {
-        let (x, y) = p.xy().unwrap_or_default();
-        out.extend(montgomery(&x));
-        out.extend(montgomery(&y));
-    }
-
-    fn put_g2(out: &mut Vec<u8>, p: &G2Affine) {
-        let (x, y) = p.xy().unwrap_or_default();
-        for c in [x.c0, x.c1, y.c0, y.c1] {
-            out.extend(montgomery(&c));
-        }
-    }
-
-    /// A zkey of `pk` (a key of snarkjs' reduction) for `r1cs`, laid out as snarkjs lays it
-    /// out, with one contribution whose δ is the key's.
-    fn zkey_bytes(pk: &ProvingKey<Bn254>, r1cs: &R1cs) -> Vec<u8> {
-        let wires = r1cs.num_instance_variables + r1cs.num_witness_variables;
-        let domain = (r1cs.num_constraints + r1cs.num_instance_variables).next_power_of_two();
-        let mut sections: Vec<(u32, Vec<u8>)> = vec![(1, 1u32.to_le_bytes().to_vec())];
-        let mut h = Vec::new();
-        for (size, prime) in [
-            (32u32, Fq::MODULUS.to_bytes_le()),
-            (32, Fr::MODULUS.to_bytes_le()),
-        ] {
-            h.extend(size.to_le_bytes());
-            h.extend(prime);
-        }
-        for n in [wires, r1cs.num_instance_variables - 1, domain] {
-            h.extend((n as u32).to_le_bytes());
-        }
-        put_g1(&mut h, &pk.vk.alpha_g1);
-        put_g1(&mut h, &pk.beta_g1);
-        put_g2(&mut h, &pk.vk.beta_g2);
-        put_g2(&mut h, &pk.vk.gamma_g2);
-        put_g1(&mut h, &pk.delta_g1);
-        put_g2(&mut h, &pk.vk.delta_g2);
-        sections.push((2, h));
-        let g1s = |points: &[G1Affine]| {
-            let mut out = Vec::new();
-            points.iter().for_each(|p| put_g1(&mut out, p));
-            out
-        };
-        sections.push((3, g1s(&pk.vk.gamma_abc_g1)));
-        let coefficients = expected_coefficients(r1cs);
-        let mut c = (coefficients.len() as u32).to_le_bytes().to_vec();
-        let r2 = Fr::from(2u64).pow([512]);
-        for (matrix, row, wire, value) in coefficients {
-            for n in [matrix, row, wire] {
-                c.extend(n.to_le_bytes());
-            }
-            c.extend((value * r2).into_bigint().to_bytes_le());
-        }
-        sections.push((4, c));
-        sections.push((5, g1s(&pk.a_query)));
-        sections.push((6, g1s(&pk.b_g1_query)));
-        let mut b2 = Vec::new();
-        pk.b_g2_query.iter().for_each(|p| put_g2(&mut b2, p));
-        sections.push((7, b2));
-        sections.push((8, g1s(&pk.l_query)));
-        sections.push((9, g1s(&pk.h_query)));
+    /// Section 10 with one contribution whose δ is `delta`.
+    fn one_contribution(delta: &G1Affine) -> Vec<u8> {
         let mut contributions = vec![0u8; 64];
         contributions.extend(1u32.to_le_bytes());
-        put_g1(&mut contributions, &pk.delta_g1);
+        put_g1(&mut contributions, delta);
         put_g1(&mut contributions, &G1Affine::generator());
         put_g1(&mut contributions, &G1Affine::generator());
         put_g2(&mut contributions, &G2Affine::generator());
         contributions.extend([7u8; 64]);
         contributions.extend([0u8; 8]);
-        sections.push((10, contributions));
-        let mut out = b"zkey".to_vec();
-        out.extend(1u32.to_le_bytes());
-        out.extend((sections.len() as u32).to_le_bytes());
-        for (id, body) in sections {
-            out.extend(id.to_le_bytes());
-            out.extend((body.len() as u64).to_le_bytes());
-            out.extend(body);
-        }
-        out
+        contributions
     }
 
-    use ark_ff::Field;
+    /// A development key of snarkjs' reduction written by [`write`] (no contribution): read
+    /// back point for point and recorded as a development key when its δ₁ is the development
+    /// one; refused as forgeable otherwise.
+    #[test]
+    fn a_development_zkey_is_recorded_as_development_never_as_a_ceremony() {
+        let ownership = statements::by_stem("ownership-721").unwrap();
+        let shape = r1cs(ownership.circuit_for_setup()).unwrap();
+        let pk = crate::keys::generate_with_reduction(ownership, Reduction::Circom).unwrap();
+        let bytes = write(&pk, &shape);
+
+        let development = crate::keys::development_delta_g1(ownership);
+        assert_eq!(development, pk.delta_g1);
+        let (imported, record) = import(&bytes, &shape, &development).unwrap();
+        assert!(imported == pk, "the key reads back point for point");
+        assert_eq!(
+            record,
+            KeyRecord {
+                origin: KeyOrigin::DevelopmentSeed,
+                reduction: Reduction::Circom
+            }
+        );
+        let err = import(&bytes, &shape, &G1Affine::generator())
+            .err()
+            .unwrap();
+        assert_eq!(err, ZkeyError::NoContribution);
+    }
 
     /// A key made by a setup with snarkjs' H query for the ERC-721 ownership instance, written
     /// as a zkey: imported whole, point for point, marked for snarkjs' reduction and as a
@@ -579,9 +643,11 @@ mod tests {
             &mut ChaCha20Rng::seed_from_u64(21),
         )
         .unwrap();
-        let bytes = zkey_bytes(&pk, &shape);
+        let bytes = write_with_contributions(&pk, &shape, one_contribution(&pk.delta_g1));
+        // Not this key's δ: only a zkey without contributions is compared with it.
+        let not_development = G1Affine::generator();
 
-        let (imported, record) = import(&bytes, &shape).unwrap();
+        let (imported, record) = import(&bytes, &shape, &not_development).unwrap();
         assert!(imported == pk, "the key reads back point for point");
         assert_eq!(record.reduction, Reduction::Circom);
         let KeyOrigin::Ceremony {
@@ -597,7 +663,9 @@ mod tests {
 
         // Truncated anywhere: in a section or in the table of sections.
         for len in [3, 20, bytes.len() / 2, bytes.len() - 1] {
-            let err = import(&bytes[..len], &shape).err().unwrap();
+            let err = import(&bytes[..len], &shape, &not_development)
+                .err()
+                .unwrap();
             assert!(
                 matches!(err, ZkeyError::Truncated(_) | ZkeyError::NotAZkey(_)),
                 "{len}: {err}"
@@ -607,7 +675,7 @@ mod tests {
         let alpha_y = 12 + 12 + 4 + 32 + 4 + 32 + 12 + 32;
         let mut flipped = bytes.clone();
         flipped[alpha_y + 3] ^= 0x10;
-        let err = import(&flipped, &shape).err().unwrap();
+        let err = import(&flipped, &shape, &not_development).err().unwrap();
         assert!(
             matches!(
                 err,
@@ -619,7 +687,7 @@ mod tests {
         let h_section = bytes.len() - (8 + 64 + 4 + 64 * 3 + 128 + 64 + 8) - 64;
         let mut flipped = bytes.clone();
         flipped[h_section + 40] ^= 0x01;
-        let err = import(&flipped, &shape).err().unwrap();
+        let err = import(&flipped, &shape, &not_development).err().unwrap();
         assert!(
             matches!(
                 err,
@@ -634,7 +702,7 @@ mod tests {
         // Another constraint system: the k=2 transfer's.
         let transfer = statements::by_stem("transfer-k2").unwrap();
         let other = r1cs(transfer.circuit_for_setup()).unwrap();
-        let err = import(&bytes, &other).err().unwrap();
+        let err = import(&bytes, &other, &not_development).err().unwrap();
         assert!(matches!(err, ZkeyError::OtherCircuit(_)), "{err}");
         // Same sizes, one coefficient changed: found.
         let mut changed = shape.matrices.clone();
@@ -645,7 +713,7 @@ mod tests {
             num_witness_variables: shape.num_witness_variables,
             num_constraints: shape.num_constraints,
         };
-        let err = import(&bytes, &same_sizes).err().unwrap();
+        let err = import(&bytes, &same_sizes, &not_development).err().unwrap();
         assert!(err.to_string().contains("B of constraint 5"), "{err}");
     }
 }
