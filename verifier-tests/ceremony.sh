@@ -92,7 +92,8 @@ node -e '
   if (!ok) { console.error(`unexpected /readyz: ${JSON.stringify(r)}`); process.exit(1); }
   console.log(`/readyz: ${stem} ceremony keys, 3 contributions, final hash ${hash.slice(0, 16)}…`);
 ' "$work/readyz.json" "$stem" "$final_hash"
-curl -sf "http://127.0.0.1:$port/metrics" | grep -F "enygma_key_info{statement=\"$stem\",k=\"none\",origin=\"ceremony\",reduction=\"circom\"} 1" ||
+pk_sha256=$(sha256sum "$work/keys/$stem.pk" | cut -d' ' -f1)
+curl -sf "http://127.0.0.1:$port/metrics" | grep -F "enygma_key_info{statement=\"$stem\",k=\"none\",origin=\"ceremony\",reduction=\"circom\",sha256=\"$pk_sha256\"} 1" ||
   fail "no enygma_key_info series for the ceremony key"
 
 "$ENYGMA" gen-request --circuit "$stem" --seed 7 >"$work/request.json"

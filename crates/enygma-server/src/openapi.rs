@@ -235,6 +235,13 @@ fn headers() -> Value {
             "required": true,
             "schema": { "type": "string" },
         },
+        "Enygma-Key-Sha256": {
+            "description": "The SHA-256 (hex) of the proving key file the proof was made with: \
+                which verifying key it is for while keys are replaced (SIGHUP); /readyz on the \
+                admin listener gives each loaded key's.",
+            "required": true,
+            "schema": { "type": "string", "pattern": "^[0-9a-f]{64}$" },
+        },
         "Idempotent-Replayed": {
             "description": "`true` on an answer an earlier request with the same \
                 Idempotency-Key and body caused: kept and given again, or waited for while it \
@@ -351,7 +358,7 @@ fn prove_operation(instance: &Instance, stem: &str) -> Value {
             "200": json_response(
                 "The proof and its public inputs (the reference's JSON).",
                 schema_ref(&proof_name(instance)),
-                &["Server-Timing", "Idempotent-Replayed"],
+                &["Server-Timing", "Enygma-Key-Sha256", "Idempotent-Replayed"],
             ),
             "400": response_ref("ProveBadRequest"),
             "401": response_ref("Unauthorized"),

@@ -992,6 +992,10 @@ async fn a_replica_hosting_transfer_k6_alone() {
     assert_eq!(ready.body, r#"{"status":"ready"}"#);
     // ... the admin listener's and the metrics say which keys it proves with: the repository's
     // development keys.
+    // With the key file's SHA-256, which tells a replaced key from the one before.
+    let sha256 = hex::encode(
+        enygma_prover::keys::file_sha256(&repo_dir().join("keys/transfer-k6.pk")).unwrap(),
+    );
     let ready = get(server.admin, "/readyz").await.unwrap();
     assert_eq!(ready.status, 200);
     assert_eq!(
@@ -1001,6 +1005,7 @@ async fn a_replica_hosting_transfer_k6_alone() {
             "keys": { "transfer-k6": {
                 "origin": { "kind": "development-seed" },
                 "reduction": "libsnark",
+                "sha256": sha256,
             } },
         })
     );
@@ -1011,7 +1016,7 @@ async fn a_replica_hosting_transfer_k6_alone() {
         .collect();
     assert_eq!(
         key_info,
-        ["enygma_key_info{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\"} 1"]
+        [format!("enygma_key_info{{statement=\"transfer\",k=\"6\",origin=\"development-seed\",reduction=\"libsnark\",sha256=\"{sha256}\"}} 1")]
     );
     // And which build it is: the same version and commit as `--version` and the start-up log.
     let build_info = format!(
