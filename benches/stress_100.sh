@@ -94,5 +94,5 @@ echo "- Admission: max in flight $(metric enygma_max_inflight'{queue="prove"}'),
 echo
 echo '```'
 grep '^enygma_queue_wait_seconds_bucket{queue="prove"' <<<"$metrics"
-grep '^enygma_prove_seconds_sum{k="6"}\|^enygma_prove_seconds_count{k="6"}\|^enygma_witness_seconds_sum{k="6"}' <<<"$metrics"
+grep -E '^enygma_(prove_seconds_(sum|count)|witness_seconds_sum)\{statement="transfer",k="6"\}' <<<"$metrics"
 echo '```'
