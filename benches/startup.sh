@@ -17,7 +17,8 @@
 # and whether transfer-k6's tables were resident when it ended. Warm speed is the p50 of the
 # round's proofs with tables resident; the summary gives when the first proof within 1.1x of it
 # ended, and when the tables became resident. Writes OUT (default
-# benches/results/<date>-<cpu>-startup/): summary.md, proofs.tsv, each server's log. Env: ROUNDS,
+# benches/results/<date>-<cpu>-startup/): summary.md, proofs.tsv, the servers' logs packed in
+# raw.tar.xz. Env: ROUNDS,
 # PROOFS, PORT (3041), ADMIN_PORT (9481), KEYS (keys), OUT, BUILD (1). Talks to 127.0.0.1 only;
 # nothing else should run on the machine meanwhile.
 set -euo pipefail
@@ -135,4 +136,6 @@ for (rnd, server), t in ready_s.items():
     fmt = lambda v, f: "never" if v is None else f.format(v)
     print(f"| {rnd} | {server} | {t:.2f} | {len(lat)} | {lat[0]:.0f} | {fmt(statistics.median(without) if without else None, '{:.0f}')} | {fmt(resident, '{:.2f}')} | {fmt(warm, '{:.0f}')} | {fmt(at_warm, '{:.2f}')} |")
 EOF
+# The servers' logs: raw output, packed (benches/results/README.md, "Raw logs").
+(cd "$OUT" && tar -cJf raw.tar.xz round*.log && rm round*.log)
 cat "$OUT/summary.md"
