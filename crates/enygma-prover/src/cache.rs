@@ -63,6 +63,111 @@ impl Kind {
     }
 }
 
+/// What happened to a kept file, as the log says it for each kind (`None`: not logged).
+#[derive(Clone, Copy)]
+enum Event {
+    Read,
+    /// Bound to another key or build: expected after keys were replaced or after an upgrade.
+    Stale,
+    /// Damaged, of another format version, or unreadable.
+    Unusable,
+    Kept,
+    /// Not written: the directory is read-only, a deployment's choice.
+    ReadOnly,
+    NotKept,
+}
+
+impl Kind {
+    fn says(self, event: Event) -> Option<&'static str> {
+        Some(match (self, event) {
+            (Kind::Tables, Event::Read) => "precomputed MSM tables read from the cache",
+            (Kind::Tables, Event::Stale) => "kept MSM tables are another key's: building them",
+            (Kind::Tables, Event::Unusable) => "kept MSM tables not used: building them",
+            (Kind::Tables, Event::Kept) => "precomputed MSM tables kept for the next start",
+            (Kind::Tables, Event::ReadOnly) => {
+                "precomputed MSM tables not kept: the cache directory is read-only"
+            }
+            (Kind::Tables, Event::NotKept) => {
+                "precomputed MSM tables not kept: the next start builds them again"
+            }
+            (Kind::Matrices, Event::Read | Event::Kept) => return None,
+            (Kind::Matrices, Event::Stale) => {
+                "kept matrices are another build's: synthesizing them"
+            }
+            (Kind::Matrices, Event::Unusable) => "kept matrices not used: synthesizing them",
+            (Kind::Matrices, Event::ReadOnly) => {
+                "matrices not kept: the cache directory is read-only"
+            }
+            (Kind::Matrices, Event::NotKept) => {
+                "matrices not kept: the next start synthesizes them again"
+            }
+        })
+    }
+}
+
+/// [`read`], for a caller that derives the value when the file cannot be used: the value, or
+/// `None` with the reason logged for `circuit` (a missing file silently, a stale one at INFO, a
+/// damaged or unreadable one as a warning).
+pub fn read_kept<T: CanonicalDeserialize>(
+    path: &Path,
+    kind: Kind,
+    binding: &[u8; 32],
+    circuit: &dyn std::fmt::Display,
+) -> Option<T> {
+    let started = std::time::Instant::now();
+    let path_shown = path.display();
+    match read(path, kind, binding) {
+        Ok(value) => {
+            if let Some(message) = kind.says(Event::Read) {
+                let elapsed_ms = started.elapsed().as_millis() as u64;
+                tracing::info!(circuit = %circuit, path = %path_shown, elapsed_ms, "{message}");
+            }
+            return Some(value);
+        }
+        Err(CacheError::Missing) => {}
+        Err(CacheError::Stale) => {
+            if let Some(message) = kind.says(Event::Stale) {
+                tracing::info!(circuit = %circuit, path = %path_shown, "{message}");
+            }
+        }
+        Err(reason) => {
+            if let Some(message) = kind.says(Event::Unusable) {
+                tracing::warn!(circuit = %circuit, path = %path_shown, reason = %reason, "{message}");
+            }
+        }
+    }
+    None
+}
+
+/// [`write`], for a value that was just derived: keeping it is worth a log line, not an error
+/// (a read-only directory at INFO, another failure as a warning).
+pub fn keep<T: CanonicalSerialize>(
+    path: &Path,
+    kind: Kind,
+    binding: &[u8; 32],
+    value: &T,
+    circuit: &dyn std::fmt::Display,
+) {
+    let path_shown = path.display();
+    match write(path, kind, binding, value) {
+        Ok(()) => {
+            if let Some(message) = kind.says(Event::Kept) {
+                tracing::info!(circuit = %circuit, path = %path_shown, "{message}");
+            }
+        }
+        Err(e) if is_read_only(&e) => {
+            if let Some(message) = kind.says(Event::ReadOnly) {
+                tracing::info!(circuit = %circuit, path = %path_shown, "{message}");
+            }
+        }
+        Err(e) => {
+            if let Some(message) = kind.says(Event::NotKept) {
+                tracing::warn!(circuit = %circuit, path = %path_shown, error = %e, "{message}");
+            }
+        }
+    }
+}
+
 /// Why a cache file was not used.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {

@@ -126,37 +126,17 @@ impl CircuitShape {
         let stem = instance.key_stem();
         let path = cache::path(dir, &stem, cache::Kind::Matrices);
         let binding = cache::matrices_binding(&stem);
-        match cache::read(&path, cache::Kind::Matrices, &binding) {
-            Ok(r1cs) => return Ok(Self::from_r1cs(instance, r1cs)),
-            Err(cache::CacheError::Missing) => {}
-            // Another build's matrices: expected after an upgrade.
-            Err(cache::CacheError::Stale) => tracing::info!(
-                circuit = %instance,
-                path = %path.display(),
-                "kept matrices are another build's: synthesizing them"
-            ),
-            Err(why) => tracing::warn!(
-                circuit = %instance,
-                path = %path.display(),
-                reason = %why,
-                "kept matrices not used: synthesizing them"
-            ),
+        if let Some(r1cs) = cache::read_kept(&path, cache::Kind::Matrices, &binding, &instance) {
+            return Ok(Self::from_r1cs(instance, r1cs));
         }
         let shape = Self::build(instance)?;
-        match cache::write(&path, cache::Kind::Matrices, &binding, &shape.r1cs) {
-            Ok(()) => {}
-            Err(e) if cache::is_read_only(&e) => tracing::info!(
-                circuit = %instance,
-                path = %path.display(),
-                "matrices not kept: the cache directory is read-only"
-            ),
-            Err(e) => tracing::warn!(
-                circuit = %instance,
-                path = %path.display(),
-                error = %e,
-                "matrices not kept: the next start synthesizes them again"
-            ),
-        }
+        cache::keep(
+            &path,
+            cache::Kind::Matrices,
+            &binding,
+            &shape.r1cs,
+            &instance,
+        );
         Ok(shape)
     }
 
@@ -597,70 +577,35 @@ impl Prover {
     /// The tables kept in the cache for `keys`, if any. Logs why a kept file was not used.
     fn kept_tables(&self, keys: &CircuitKeys) -> Option<groth16::PrecomputedQueries> {
         let instance = keys.shape.instance;
-        let path = cache::path(
-            self.cache_dir.as_ref()?,
-            &instance.key_stem(),
-            cache::Kind::Tables,
-        );
-        let started = Instant::now();
-        match cache::read(&path, cache::Kind::Tables, &keys.key_sha256) {
-            Ok(tables) => {
-                tracing::info!(
-                    circuit = %instance,
-                    path = %path.display(),
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "precomputed MSM tables read from the cache"
-                );
-                return Some(tables);
-            }
-            Err(cache::CacheError::Missing) => {}
-            // Another key's tables: expected after the keys were replaced.
-            Err(cache::CacheError::Stale) => tracing::info!(
-                circuit = %instance,
-                path = %path.display(),
-                "kept MSM tables are another key's: building them"
-            ),
-            Err(why) => tracing::warn!(
-                circuit = %instance,
-                path = %path.display(),
-                reason = %why,
-                "kept MSM tables not used: building them"
-            ),
-        }
-        None
+        let path = self.tables_path(instance)?;
+        cache::read_kept(&path, cache::Kind::Tables, &keys.key_sha256, &instance)
+    }
+
+    /// Where the tables of `instance` are kept, if a cache directory is set.
+    fn tables_path(&self, instance: Instance) -> Option<PathBuf> {
+        let dir = self.cache_dir.as_ref()?;
+        Some(cache::path(dir, &instance.key_stem(), cache::Kind::Tables))
     }
 
     /// The tables of `keys`: read from the cache directory when kept there for this key, built
     /// otherwise (and then kept there).
     fn obtain_tables(&self, keys: &CircuitKeys) -> groth16::PrecomputedQueries {
-        if let Some(tables) = self.kept_tables(keys) {
-            return tables;
-        }
+        self.kept_tables(keys)
+            .unwrap_or_else(|| self.derive_tables(keys))
+    }
+
+    /// The tables of `keys`, built, and kept in the cache directory if one is set.
+    fn derive_tables(&self, keys: &CircuitKeys) -> groth16::PrecomputedQueries {
         let tables = groth16::PrecomputedQueries::new(&keys.proving_key);
-        let Some(dir) = &self.cache_dir else {
-            return tables;
-        };
         let instance = keys.shape.instance;
-        let path = cache::path(dir, &instance.key_stem(), cache::Kind::Tables);
-        match cache::write(&path, cache::Kind::Tables, &keys.key_sha256, &tables) {
-            Ok(()) => tracing::info!(
-                circuit = %instance,
-                path = %path.display(),
-                "precomputed MSM tables kept for the next start"
-            ),
-            // A read-only cache (an image's, a volume prepared by `enygma cache`) is a choice
-            // of the deployment, not a fault.
-            Err(e) if cache::is_read_only(&e) => tracing::info!(
-                circuit = %instance,
-                path = %path.display(),
-                "precomputed MSM tables not kept: the cache directory is read-only"
-            ),
-            Err(e) => tracing::warn!(
-                circuit = %instance,
-                path = %path.display(),
-                error = %e,
-                "precomputed MSM tables not kept: the next start builds them again"
-            ),
+        if let Some(path) = self.tables_path(instance) {
+            cache::keep(
+                &path,
+                cache::Kind::Tables,
+                &keys.key_sha256,
+                &tables,
+                &instance,
+            );
         }
         tables
     }
@@ -711,12 +656,28 @@ impl Prover {
     /// that start from then on use them (those already running go on without). Returns the
     /// tables' bytes. Tables already built are kept as they are.
     pub fn build_tables(&self, instance: Instance) -> Result<usize, ProveError> {
+        self.install_tables(instance, Self::obtain_tables)
+    }
+
+    /// [`Prover::build_tables`] without looking in the cache directory first, for a caller
+    /// that just did ([`Prover::read_kept_tables`]): a kept file that could not be used is not
+    /// read a second time. The tables built are kept there.
+    pub fn build_fresh_tables(&self, instance: Instance) -> Result<usize, ProveError> {
+        self.install_tables(instance, Self::derive_tables)
+    }
+
+    /// The tables `obtain` gives for the keys of `instance` now, set on those keys.
+    fn install_tables(
+        &self,
+        instance: Instance,
+        obtain: fn(&Self, &CircuitKeys) -> groth16::PrecomputedQueries,
+    ) -> Result<usize, ProveError> {
         loop {
             let keys = self.keys(instance)?;
             if let Some(tables) = keys.tables() {
                 return Ok(tables.memory_bytes());
             }
-            let tables = self.obtain_tables(&keys);
+            let tables = obtain(self, &keys);
             let bytes = tables.memory_bytes();
             keys.set_tables(Some(Arc::new(tables)));
             // Keys replaced during the build ([`Prover::reload_keys`]) got the old keys'

@@ -60,8 +60,9 @@ pub trait ProofBackend: Send + Sync + 'static {
         false
     }
 
-    /// Builds the tables of `instance` on the current rayon pool; proofs that start afterwards
-    /// use them. Slow (seconds); never called on a prove pool.
+    /// Builds the tables of `instance` on the current rayon pool (and keeps them where
+    /// `read_kept_tables` looks; it is called after that found none); proofs that start
+    /// afterwards use them. Slow (seconds); never called on a prove pool.
     fn build_tables(&self, _instance: Instance) -> Result<(), BackendError> {
         Err(BackendError::Internal("this prover has no tables".into()))
     }

@@ -165,7 +165,8 @@ impl ProofBackend for RealBackend {
     }
 
     fn build_tables(&self, instance: Instance) -> Result<(), BackendError> {
-        self.prover.build_tables(instance)?;
+        // The table cache has just tried the kept file (`read_kept_tables`).
+        self.prover.build_fresh_tables(instance)?;
         Ok(())
     }
 
