@@ -269,6 +269,18 @@ fn request_size(circuit: &str, body: &[u8]) -> Option<usize> {
     statement.size_of_request(&serde_json::from_slice(body).ok()?)
 }
 
+/// The request in `input` (a file, or -) for the instance `circuit` names, parsed and checked as
+/// the server checks it (a sized statement without --k takes the request's own size).
+fn prepared_request(input: &str, circuit: &CircuitArgs) -> Result<enygma_prover::Prepared> {
+    let body = read_input(input)?;
+    let instance = instance_of(
+        &circuit.circuit,
+        circuit.k,
+        request_size(&circuit.circuit, &body),
+    )?;
+    Ok(enygma_prover::prepare(instance, &body)?)
+}
+
 fn read_input(input: &str) -> Result<Vec<u8>> {
     if input == "-" {
         let mut buf = Vec::new();
@@ -528,13 +540,8 @@ fn export_r1cs(instance: Instance, out: Option<PathBuf>) -> Result<()> {
 
 /// `enygma export-wtns`: the request is checked as `prove` checks it; no keys are read.
 fn export_wtns(input: &str, circuit: &CircuitArgs, out: Option<PathBuf>) -> Result<()> {
-    let body = read_input(input)?;
-    let instance = instance_of(
-        &circuit.circuit,
-        circuit.k,
-        request_size(&circuit.circuit, &body),
-    )?;
-    let prepared = enygma_prover::prepare(instance, &body)?;
+    let prepared = prepared_request(input, circuit)?;
+    let instance = prepared.instance;
     let assignment = enygma_prover::full_assignment(&prepared)?;
     let out = out.unwrap_or_else(|| PathBuf::from(format!("{}.wtns", instance.key_stem())));
     let bytes = zeroize::Zeroizing::new(enygma_prover::ceremony::wtns_file::write(&assignment));
@@ -666,13 +673,8 @@ fn prove(
     precompute: bool,
     cache_dir: Option<PathBuf>,
 ) -> Result<()> {
-    let body = read_input(input)?;
-    let instance = instance_of(
-        &circuit.circuit,
-        circuit.k,
-        request_size(&circuit.circuit, &body),
-    )?;
-    let prepared = enygma_prover::prepare(instance, &body)?;
+    let prepared = prepared_request(input, circuit)?;
+    let instance = prepared.instance;
     let mut prover =
         Prover::load_cached(keys_dir, &[instance], keys::MissingKeys::Create, cache_dir)
             .context("loading keys")?;
