@@ -172,11 +172,7 @@ pub async fn main(mut args: AbArgs, abort: Arc<AtomicBool>) -> Result<()> {
     }
     let out = args.out.clone().unwrap_or_else(default_out_dir);
     // benches/run_load.sh passes the one command that reproduces it; else our own command line.
-    let invoked = crate::token::redact_args(std::env::args())
-        .iter()
-        .map(|a| shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let invoked = run::command_line();
     let cmdline = match std::env::var("ENYGMA_RUN_LOAD_CMD") {
         Ok(script) if !script.trim().is_empty() => script,
         _ => invoked.clone(),

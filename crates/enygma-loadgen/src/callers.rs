@@ -21,10 +21,9 @@ use crate::mix::Targets;
 use crate::output;
 use crate::progress::Progress;
 use crate::report::SCHEMA_VERSION;
-use crate::run::{prime, shell_quote};
+use crate::run::{command_line, prime};
 use crate::schedule::Load;
 use crate::spawn;
-use crate::token::redact_args;
 
 fn settings(a: &CallersArgs, targets: &Targets, callers: &[CallerSpec]) -> CallersSettings {
     CallersSettings {
@@ -127,12 +126,7 @@ async fn run_callers(
 pub async fn execute(a: &CallersArgs, abort: Arc<AtomicBool>) -> Result<CallersReport> {
     let callers = caller_spec::collect(&a.caller, a.callers.as_deref())?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let command = redact_args(std::env::args())
-        .iter()
-        .map(|x| shell_quote(x))
-        .collect::<Vec<_>>()
-        .join(" ");
-    std::fs::write(a.out.join("command.txt"), command + "\n")?;
+    std::fs::write(a.out.join("command.txt"), command_line() + "\n")?;
     let base = HttpClient::new(&a.url, a.client.timeout)?;
     let targets = Arc::new(Targets::single(&base, &a.endpoint, &a.requests)?);
 

@@ -25,10 +25,9 @@ use crate::cli::RetriesArgs;
 use crate::client::{HttpClient, Status};
 use crate::machine::{self, Machine};
 use crate::mix::Targets;
-use crate::run::{prime, shell_quote};
+use crate::run::{command_line, prime};
 use crate::spawn;
 use crate::stats::{r3, Summary};
-use crate::token::redact_args;
 
 /// What became of one distinct request.
 #[derive(Debug, Clone, Copy)]
@@ -166,12 +165,7 @@ async fn proofs_started_when_idle(
 /// Runs the gateway against the server at `a.url`.
 pub async fn execute(a: RetriesArgs, abort: Arc<AtomicBool>) -> Result<RetriesReport> {
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let command = redact_args(std::env::args())
-        .iter()
-        .map(|x| shell_quote(x))
-        .collect::<Vec<_>>()
-        .join(" ");
-    std::fs::write(a.out.join("command.txt"), command + "\n")?;
+    std::fs::write(a.out.join("command.txt"), command_line() + "\n")?;
     let client = HttpClient::new(&a.url, a.client.timeout)?;
     let metrics = match &a.metrics_url {
         Some(url) => {

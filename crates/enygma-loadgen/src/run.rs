@@ -607,6 +607,16 @@ fn summary_line(label: &str, l: &crate::report::LevelReport) -> String {
     )
 }
 
+/// This process's command line with its tokens redacted ([`crate::token::redact_args`]), each
+/// argument quoted for `sh`: what a run's `command.txt` records.
+pub fn command_line() -> String {
+    crate::token::redact_args(std::env::args())
+        .iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Single-quotes a string for `sh`.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()

@@ -22,26 +22,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use enygma_loadgen::generate_pool;
 use enygma_loadgen::percentile;
 use enygma_loadgen::HttpClient;
 use enygma_loadgen::Token;
-use enygma_prover::statements;
 
 const STEM: &str = "ownership-721";
 const ALICE_TOKEN: &str = "alice-fair-shares-token-0123456789";
 const BOB_TOKEN: &str = "bob-fair-shares-token-0123456789ab";
-
-/// Four distinct requests of the smallest instance, as files for `--requests`.
-fn request_files(dir: &Path) -> std::path::PathBuf {
-    let out = dir.join("requests");
-    std::fs::create_dir_all(&out).unwrap();
-    let instance = statements::by_stem(STEM).expect("the instance is in the registry");
-    for (i, body) in generate_pool(instance, 4, 1).unwrap().iter().enumerate() {
-        std::fs::write(out.join(format!("{STEM}-{i}.json")), body).unwrap();
-    }
-    out
-}
 
 /// The server's token file: two named callers (mode 600, as the server requires).
 fn token_file(dir: &Path) -> std::path::PathBuf {
@@ -49,36 +36,6 @@ fn token_file(dir: &Path) -> std::path::PathBuf {
     std::fs::write(&f, format!("alice {ALICE_TOKEN}\nbob {BOB_TOKEN}\n")).unwrap();
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
     f
-}
-
-/// One proof's time on this machine now: the median server time (without queueing) of a few
-/// requests sent one at a time, after one that warms the server up.
-fn proof_time(url: &str, requests: &Path) -> Duration {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let token = Token::resolve(ALICE_TOKEN, "alice").unwrap();
-    let client = HttpClient::new(url, Duration::from_secs(120))
-        .unwrap()
-        .with_bearer(Some(&token));
-    let uri = client
-        .uri(&statements::by_stem(STEM).unwrap().prove_path())
-        .unwrap();
-    let body = std::fs::read(requests.join(format!("{STEM}-0.json"))).unwrap();
-    let mut times: Vec<f64> = rt.block_on(async {
-        let mut t = Vec::new();
-        for i in 0..4 {
-            let r = client.post_json(&uri, body.clone().into()).await;
-            assert!(r.status.is_ok(), "calibration request: {:?}", r.status);
-            if i > 0 {
-                t.push(r.timing.total_ms.unwrap() - r.timing.queue_ms.unwrap_or(0.0));
-            }
-        }
-        t
-    });
-    times.sort_by(f64::total_cmp);
-    Duration::from_secs_f64(percentile(&times, 50.0).unwrap() / 1e3)
 }
 
 /// What one admission mode gave each caller.
@@ -111,7 +68,12 @@ fn run(dir: &Path, admission: &str, requests: &Path, tokens: &Path) -> Outcome {
             tokens,
         ],
     );
-    let proof = proof_time(&url, requests);
+    // Alice's token: the server asks every caller for one.
+    let token = Token::resolve(ALICE_TOKEN, "alice").unwrap();
+    let client = HttpClient::new(&url, Duration::from_secs(120))
+        .unwrap()
+        .with_bearer(Some(&token));
+    let proof = proof_time(&client, requests, STEM);
     // About 20 proofs: enough for bob's median under FIFO (a few answers), bounded on a slow
     // machine.
     let measured = (proof * 20).clamp(Duration::from_secs(4), Duration::from_secs(20));
@@ -189,7 +151,7 @@ fn a_light_caller_waits_at_most_one_proof_beside_a_flooding_one() {
     let _g = serial();
     server_bin(); // fail first, and clearly, if the server is not built
     let dir = scratch("fair-shares");
-    let requests = request_files(&dir);
+    let requests = request_files(&dir, STEM);
     let tokens = token_file(&dir);
 
     let fair = run(&dir, "fair", &requests, &tokens);
@@ -234,7 +196,7 @@ fn a_run_sends_its_token() {
     let _g = serial();
     server_bin(); // fail first, and clearly, if the server is not built
     let dir = scratch("run-token");
-    let requests = request_files(&dir);
+    let requests = request_files(&dir, STEM);
     let tokens = token_file(&dir);
     let token_file = dir.join("alice-token");
     std::fs::write(&token_file, format!("# alice's\n{ALICE_TOKEN}\n")).unwrap();

@@ -10,64 +10,25 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use enygma_loadgen::{generate_pool, percentile, HttpClient};
-use enygma_prover::statements;
+use enygma_loadgen::HttpClient;
 
 const STEM: &str = "ownership-721";
-
-/// Four distinct requests of the smallest instance, as files for `--requests`.
-fn request_files(dir: &Path) -> PathBuf {
-    let out = dir.join("requests");
-    std::fs::create_dir_all(&out).unwrap();
-    let instance = statements::by_stem(STEM).expect("the instance is in the registry");
-    for (i, body) in generate_pool(instance, 4, 1).unwrap().iter().enumerate() {
-        std::fs::write(out.join(format!("{STEM}-{i}.json")), body).unwrap();
-    }
-    out
-}
-
-/// One proof's time on this server now: the median server time (without queueing) of requests
-/// sent one at a time, after one that warms the server up.
-fn proof_time(url: &str, requests: &Path) -> Duration {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = HttpClient::new(url, Duration::from_secs(120)).unwrap();
-    let uri = client
-        .uri(&statements::by_stem(STEM).unwrap().prove_path())
-        .unwrap();
-    let body = std::fs::read(requests.join(format!("{STEM}-0.json"))).unwrap();
-    let mut times: Vec<f64> = rt.block_on(async {
-        let mut t = Vec::new();
-        for i in 0..4 {
-            let r = client.post_json(&uri, body.clone().into()).await;
-            assert!(r.status.is_ok(), "calibration request: {:?}", r.status);
-            if i > 0 {
-                t.push(r.timing.total_ms.unwrap() - r.timing.queue_ms.unwrap_or(0.0));
-            }
-        }
-        t
-    });
-    times.sort_by(f64::total_cmp);
-    Duration::from_secs_f64(percentile(&times, 50.0).unwrap() / 1e3)
-}
 
 #[test]
 fn with_keys_a_retrying_gateway_gets_one_proof_per_distinct_request() {
     let _g = serial();
     server_bin(); // fail first, and clearly, if the server is not built
     let dir = scratch("retries");
-    let requests = request_files(&dir);
+    let requests = request_files(&dir, STEM);
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let _server = start_server(&dir, port, &["--circuits", STEM, "--max-inflight", "1"]);
-    let proof = proof_time(&url, &requests);
+    let client = HttpClient::new(&url, Duration::from_secs(120)).unwrap();
+    let proof = proof_time(&client, &requests, STEM);
     let retry = (proof * 2).max(Duration::from_millis(50));
     // About 30 distinct requests' worth of proofs, bounded on a slow machine.
     let duration = (proof * 30).clamp(Duration::from_secs(2), Duration::from_secs(20));

@@ -339,6 +339,53 @@ pub fn assert_internal_within_external(dir: &Path, report: &serde_json::Value) {
     }
 }
 
+/// Four distinct requests of the instance `stem`, as files for `--requests` (`{stem}-{i}.json`).
+pub fn request_files(dir: &Path, stem: &str) -> PathBuf {
+    let out = dir.join("requests");
+    std::fs::create_dir_all(&out).unwrap();
+    let instance =
+        enygma_prover::statements::by_stem(stem).expect("the instance is in the registry");
+    for (i, body) in enygma_loadgen::generate_pool(instance, 4, 1)
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(out.join(format!("{stem}-{i}.json")), body).unwrap();
+    }
+    out
+}
+
+/// One proof's time on the server `client` talks to, now: the median server time (without
+/// queueing) of requests of `stem` from [`request_files`] sent one at a time, after one that
+/// warms the server up.
+pub fn proof_time(client: &HttpClient, requests: &Path, stem: &str) -> Duration {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let uri = client
+        .uri(
+            &enygma_prover::statements::by_stem(stem)
+                .unwrap()
+                .prove_path(),
+        )
+        .unwrap();
+    let body = std::fs::read(requests.join(format!("{stem}-0.json"))).unwrap();
+    let mut times: Vec<f64> = rt.block_on(async {
+        let mut t = Vec::new();
+        for i in 0..4 {
+            let r = client.post_json(&uri, body.clone().into()).await;
+            assert!(r.status.is_ok(), "calibration request: {:?}", r.status);
+            if i > 0 {
+                t.push(r.timing.total_ms.unwrap() - r.timing.queue_ms.unwrap_or(0.0));
+            }
+        }
+        t
+    });
+    times.sort_by(f64::total_cmp);
+    Duration::from_secs_f64(enygma_loadgen::percentile(&times, 50.0).unwrap() / 1e3)
+}
+
 /// A pool of request bodies for k = 6: `$ENYGMA_REQUESTS_DIR`; else `enygma gen-request` if the
 /// CLI is built; else copies of the reference's sample (`$ENYGMA_REFERENCE_DIR` or
 /// `shared/reference` beside the repository).
