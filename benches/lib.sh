@@ -1,11 +1,26 @@
 # Shared by the benchmark scripts (benches/*.sh), which source it after `cd` to the repository
 # root:  source benches/lib.sh
-# Functions only: sourcing it sets no variable and runs nothing.
+# Functions only: sourcing it sets no variable and runs nothing (a function may set the
+# variables it names).
 
 # The three binaries a load run needs (server, load generator, the CLI that generates requests),
 # built in one cargo call; extra arguments go to cargo (--release, -j 2).
 build_load_binaries() {
     cargo build "$@" -p enygma-server -p enygma-loadgen -p enygma-cli
+}
+
+# profile_binaries PROFILE: builds the load binaries of PROFILE (debug or release) unless
+# BUILD=0, and sets SERVER_BIN, LOADGEN_BIN and ENYGMA_BIN to them (each kept if already set).
+profile_binaries() {
+    local profile=$1 bin
+    [ "$profile" = debug ] || [ "$profile" = release ] || { echo "PROFILE is debug or release" >&2; exit 2; }
+    if [ "${BUILD:-1}" = 1 ]; then
+        if [ "$profile" = release ]; then build_load_binaries --release; else build_load_binaries; fi
+    fi
+    bin=${CARGO_TARGET_DIR:-target}/$profile
+    SERVER_BIN=${SERVER_BIN:-$bin/enygma-server}
+    LOADGEN_BIN=${LOADGEN_BIN:-$bin/enygma-loadgen}
+    ENYGMA_BIN=${ENYGMA_BIN:-$bin/enygma}
 }
 
 # request_pool ENYGMA DIR SEED COUNT GEN_REQUEST_ARGS...

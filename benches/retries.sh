@@ -54,15 +54,7 @@ PORT=${PORT:-3027}
 KEYS=${KEYS:-keys}
 URL="http://127.0.0.1:$PORT"
 
-[ "$PROFILE" = debug ] || [ "$PROFILE" = release ] || { echo "PROFILE is debug or release" >&2; exit 2; }
-if [ "${BUILD:-1}" = 1 ]; then
-  if [ "$PROFILE" = release ]; then release=--release; else release=; fi
-  build_load_binaries $release
-fi
-BIN=${CARGO_TARGET_DIR:-target}/$PROFILE
-SERVER_BIN=${SERVER_BIN:-$BIN/enygma-server}
-LOADGEN_BIN=${LOADGEN_BIN:-$BIN/enygma-loadgen}
-ENYGMA_BIN=${ENYGMA_BIN:-$BIN/enygma}
+profile_binaries "$PROFILE"
 
 CPU=$(cpu_model)
 OUT=${OUT:-benches/results/$(date -u +%F)-retries-$(cpu_slug "$CPU")}
