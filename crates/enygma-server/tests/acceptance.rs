@@ -1799,16 +1799,16 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
     );
     assert_eq!(metric(&metrics, "enygma_proofs_started_total"), Some(0.0));
 
-    let prove = |seed: u64| {
+    // A proof of a generated request on the server at `addr`, answered 200.
+    async fn prove_at(addr: SocketAddr, seed: u64) -> Resp {
         let body = generated_dvp("ownership-721", 0, seed);
-        async move {
-            let r = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
-                .await
-                .unwrap();
-            assert_eq!(r.status, 200, "{}", r.body);
-            r
-        }
-    };
+        let r = post(addr, "/ownership-721", &body, PROVE_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{}", r.body);
+        r
+    }
+    let prove = |seed: u64| prove_at(server.addr, seed);
     for seed in [31, 32] {
         prove(seed).await;
     }
@@ -1861,11 +1861,7 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
             let server =
                 Server::start(&["--circuits", "ownership-721", "--cache-dir", &cache_arg]).await;
             for seed in &seeds[..2] {
-                let body = generated_dvp("ownership-721", 0, *seed);
-                let r = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
-                    .await
-                    .unwrap();
-                assert_eq!(r.status, 200, "{}", r.body);
+                prove_at(server.addr, *seed).await;
             }
             server
                 .wait_metric(
@@ -1876,11 +1872,7 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
                     1.0,
                 )
                 .await;
-            let body = generated_dvp("ownership-721", 0, seeds[2]);
-            let proof = post(server.addr, "/ownership-721", &body, PROVE_TIMEOUT)
-                .await
-                .unwrap();
-            assert_eq!(proof.status, 200, "{}", proof.body);
+            let proof = prove_at(server.addr, seeds[2]).await;
             assert!(verdict(server.addr, "/verify-ownership-721", proof.body.as_bytes()).await);
             assert_eq!(
                 metric(
