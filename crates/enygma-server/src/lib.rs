@@ -110,6 +110,8 @@ mod client_names;
 mod config;
 mod file_modes;
 mod idempotency;
+#[cfg(test)]
+mod log_capture;
 mod malloc;
 mod metrics;
 mod openapi;

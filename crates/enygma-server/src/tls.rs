@@ -630,30 +630,9 @@ mod tests {
         CertificateDer::from(der)
     }
 
-    /// What `tracing` writes on this thread while the guard lives.
-    #[derive(Clone, Default)]
-    struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Captured {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[test]
     fn a_refused_v1_client_certificate_is_logged_with_its_reason_and_subject() {
-        let log = Captured::default();
-        let writer = log.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let (log, _guard) = crate::log_capture::CapturedLog::start();
 
         let ca = rcgen::generate_simple_self_signed(vec!["client-ca.example".into()]).unwrap();
         let mut roots = RootCertStore::empty();
@@ -670,7 +649,7 @@ mod tests {
         };
         let refused = verifier.verify_client_cert(&v1_certificate("gw-v1"), &[], UnixTime::now());
         assert!(refused.is_err());
-        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        let text = log.text();
         assert!(
             text.contains("client certificate refused at the TLS handshake")
                 && text.contains("an X.509 v1 certificate: client certificates must be X.509 v3")

@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use super::*;
 use crate::auth::TokenFile;
 use crate::config::Args;
+use crate::log_capture::CapturedLog;
 use crate::tls::{Tls, TlsFiles};
 use crate::transport::Limits;
 use clap::Parser;
@@ -741,55 +742,6 @@ async fn a_request_that_would_wait_past_the_queue_timeout_is_shed_at_once() {
     assert_eq!(s.stop().await, Exit::Clean);
 }
 
-/// Everything the `tracing` macros write on this thread while it is held (the tests that use it
-/// run on a current-thread runtime, so the server's tasks log here too).
-#[derive(Clone, Default)]
-struct CapturedLog(Arc<Mutex<Vec<u8>>>);
-
-impl CapturedLog {
-    fn start() -> (CapturedLog, tracing::subscriber::DefaultGuard) {
-        let log = CapturedLog::default();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(log.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::DEBUG)
-            .finish();
-        (log.clone(), tracing::subscriber::set_default(subscriber))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-
-    /// The access log lines (`request` events) of requests with this tag's id.
-    fn request_line(&self, request_id: &str) -> String {
-        self.text()
-            .lines()
-            .find(|l| l.contains("enygma_server::access") && l.contains(request_id))
-            .unwrap_or_else(|| panic!("no access line for {request_id}"))
-            .to_owned()
-    }
-}
-
-impl std::io::Write for CapturedLog {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLog {
-    type Writer = CapturedLog;
-
-    fn make_writer(&'a self) -> CapturedLog {
-        self.clone()
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn callers_are_named_by_their_token_in_the_access_log_and_span_never_by_the_token() {
     let (log, _guard) = CapturedLog::start();
@@ -828,17 +780,15 @@ async fn callers_are_named_by_their_token_in_the_access_log_and_span_never_by_th
         .unwrap();
         assert_eq!(r.status, status, "{id}: {}", r.body);
     }
-    let named = log.request_line("req-named");
+    let named = log.access_line("req-named");
     assert!(named.contains("caller=\"bank-a\""), "{named}");
     // The request's span carries it too (the fmt layer prints the span before the event).
     assert!(
         named.contains("request{request_id=req-named caller=\"bank-a\"}"),
         "{named}"
     );
-    assert!(log
-        .request_line("req-bare")
-        .contains("caller=\"anonymous\""));
-    let wrong = log.request_line("req-wrong");
+    assert!(log.access_line("req-bare").contains("caller=\"anonymous\""));
+    let wrong = log.access_line("req-wrong");
     assert!(
         wrong.contains("status=401") && !wrong.contains("caller="),
         "{wrong}"
@@ -877,7 +827,7 @@ async fn mtls_callers_are_named_by_their_certificate_and_unnamed_ones_refused() 
         .await
         .unwrap();
     assert_eq!(r.status, 200);
-    assert!(log.request_line("req-cert").contains("caller=\"bank-a\""));
+    assert!(log.access_line("req-cert").contains("caller=\"bank-a\""));
 
     // A certificate of the same CA that no rule names: refused at the handshake, and logged.
     let stranger = client_ca.client("gw.bank-z.example");
