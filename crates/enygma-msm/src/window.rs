@@ -204,6 +204,7 @@ impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
             return;
         }
         self.pending[b] = true;
+        self.store.prefetch(b);
         self.batch.push((bucket, point));
     }
 
