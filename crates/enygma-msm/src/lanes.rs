@@ -352,6 +352,10 @@ impl<P: Curve> BucketStore<P> for LaneBuckets<P> {
         !self.filled[bucket]
     }
 
+    fn prefetch(&self, bucket: usize) {
+        crate::buckets::prefetch(&self.coordinates[bucket]);
+    }
+
     fn put(&mut self, bucket: usize, point: &Affine<P>) {
         debug_assert!(!point.is_zero(), "the window skips the identity");
         self.coordinates[bucket] = [
