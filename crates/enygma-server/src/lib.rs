@@ -109,6 +109,7 @@ mod caller;
 mod client_names;
 mod config;
 mod file_modes;
+mod hosting;
 mod idempotency;
 #[cfg(test)]
 mod log_capture;
@@ -137,6 +138,8 @@ pub use auth::{Auth, TokenFile};
 pub use backend::{BackendError, Instance, ProofBackend, ProofOutput};
 /// The command line, its validated configuration and the refusal of a configuration.
 pub use config::{AccessArgs, AdminBind, Args, Config, ConfigError, LogFormat};
+/// The statement instances served, and their list file read again on SIGHUP.
+pub use hosting::{read_list_file, Hosted};
 /// The permission checks of the secrets and proving keys at start.
 pub use file_modes::{check_all as check_file_modes, FileKind};
 /// The allocator's settings at start, and giving its free pages back to the kernel.

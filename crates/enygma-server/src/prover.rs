@@ -12,11 +12,13 @@ use rand::SeedableRng;
 
 use crate::backend::{BackendError, KeyReload, LoadedKey, ProofBackend, ProofOutput};
 
-/// `Prover` as a [`ProofBackend`], with what a reload of its keys needs: where they are, and
+/// `Prover` as a [`ProofBackend`], with what a reload of its keys needs: where they are,
+/// whether a missing key of an added instance is created or refused (`--require-keys`), and
 /// whether only ceremony keys may be served (`--require-ceremony-keys`).
 pub struct RealBackend {
     prover: Prover,
     keys_dir: PathBuf,
+    missing: MissingKeys,
     require_ceremony_keys: bool,
 }
 
@@ -26,8 +28,10 @@ impl RealBackend {
     /// `precomputed` ones (`--precompute`, each a hosted instance); matrices and tables are read
     /// from `cache_dir` where kept (`--cache-dir`). Slow: seconds, and about 15 s of one core
     /// per precomputed k=6 instance whose tables are not kept.
-    /// `require_ceremony_keys` is what a later reload of the keys ([`ProofBackend::reload_keys`])
-    /// asks of a replaced key, as `--require-ceremony-keys` asked of every key before the start.
+    /// `missing` and `require_ceremony_keys` are what a later reload of the keys
+    /// ([`ProofBackend::reload_keys`]) asks of an added instance's key, and the latter of a
+    /// replaced one, as `--require-keys` and `--require-ceremony-keys` asked of every key before
+    /// the start.
     pub fn load(
         keys_dir: &Path,
         hosted: &[Instance],
@@ -44,6 +48,7 @@ impl RealBackend {
         Ok(RealBackend {
             prover,
             keys_dir: keys_dir.to_owned(),
+            missing,
             require_ceremony_keys,
         })
     }
@@ -141,9 +146,9 @@ impl ProofBackend for RealBackend {
             .collect()
     }
 
-    fn reload_keys(&self) -> Vec<(Instance, KeyReload)> {
+    fn reload_keys(&self, hosted: Option<&[Instance]>) -> Vec<(Instance, KeyReload)> {
         let require_ceremony = self.require_ceremony_keys;
-        self.prover.reload_keys(&self.keys_dir, |instance, record| {
+        let accept = |instance: Instance, record: &keys::KeyRecord| {
             if require_ceremony && !record.origin.is_ceremony() {
                 return Err(format!(
                     "{instance}: {} keys, and --require-ceremony-keys serves ceremony keys only",
@@ -151,7 +156,14 @@ impl ProofBackend for RealBackend {
                 ));
             }
             Ok(())
-        })
+        };
+        match hosted {
+            None => self.prover.reload_keys(&self.keys_dir, accept),
+            Some(hosted) => {
+                self.prover
+                    .reload_hosted(&self.keys_dir, hosted, self.missing, accept)
+            }
+        }
     }
 
     fn table_bytes(&self, instance: Instance) -> Option<usize> {
