@@ -909,7 +909,10 @@ fn a_hosted_reload_adds_and_retires_instances() {
     // Prepared before the retirement: proved with the keys it holds, without their tables.
     let (_, timings) = prover.prove(&waiting).unwrap();
     assert_eq!(timings.key_sha256, owner_sha);
-    assert!(!timings.precomputed, "the retired instance's tables were dropped");
+    assert!(
+        !timings.precomputed,
+        "the retired instance's tables were dropped"
+    );
 
     // Added as at start: a development key created when missing keys are.
     let results = prover.reload_hosted(&dir, &[transfer], MissingKeys::Create, accept_all);
@@ -924,12 +927,16 @@ fn a_hosted_reload_adds_and_retires_instances() {
     assert!(!prover.circuit(transfer).unwrap().is_precomputed());
 
     // The caller's rule refuses the returning instance's development key before any load.
-    let results = prover.reload_hosted(&dir, &[owner, transfer], MissingKeys::Refuse, only_ceremony);
+    let results =
+        prover.reload_hosted(&dir, &[owner, transfer], MissingKeys::Refuse, only_ceremony);
     assert!(
         matches!(&results[0], (i, KeyReload::Refused(why)) if *i == owner && why.contains("not a ceremony key")),
         "{results:?}"
     );
-    assert!(matches!(results[1], (_, KeyReload::Unchanged)), "{results:?}");
+    assert!(
+        matches!(results[1], (_, KeyReload::Unchanged)),
+        "{results:?}"
+    );
     let results = prover.reload_hosted(&dir, &[owner, transfer], MissingKeys::Refuse, accept_all);
     assert!(
         matches!(&results[0], (i, KeyReload::Added { now, .. }) if *i == owner && *now == owner_sha),
@@ -939,7 +946,9 @@ fn a_hosted_reload_adds_and_retires_instances() {
         .filter(|i| [owner, transfer].contains(i))
         .collect();
     assert_eq!(prover.instances().collect::<Vec<_>>(), in_order);
-    let (proof, _) = prover.prove(&prover.prepare(owner, body.as_bytes()).unwrap()).unwrap();
+    let (proof, _) = prover
+        .prove(&prover.prepare(owner, body.as_bytes()).unwrap())
+        .unwrap();
     assert!(prover.verify(owner, &proof).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -159,10 +159,9 @@ impl ProofBackend for RealBackend {
         };
         match hosted {
             None => self.prover.reload_keys(&self.keys_dir, accept),
-            Some(hosted) => {
-                self.prover
-                    .reload_hosted(&self.keys_dir, hosted, self.missing, accept)
-            }
+            Some(hosted) => self
+                .prover
+                .reload_hosted(&self.keys_dir, hosted, self.missing, accept),
         }
     }
 

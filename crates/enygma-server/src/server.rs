@@ -373,7 +373,10 @@ pub async fn reload_keys<B: ProofBackend>(state: &AppState<B>) {
     };
     state.hosted.remove(&retiring);
     tracing::info!(
-        file = state.hosted.file().map(|f| tracing::field::display(f.display())),
+        file = state
+            .hosted
+            .file()
+            .map(|f| tracing::field::display(f.display())),
         "SIGHUP: reloading the proving keys whose files changed"
     );
     let reloads = {
@@ -445,7 +448,13 @@ pub async fn reload_keys<B: ProofBackend>(state: &AppState<B>) {
         // now goes back to the kernel now.
         crate::malloc::release_free_memory();
     }
-    tracing::info!(replaced, refused, added, retired, "SIGHUP: proving keys reloaded");
+    tracing::info!(
+        replaced,
+        refused,
+        added,
+        retired,
+        "SIGHUP: proving keys reloaded"
+    );
 }
 
 /// One reload of the TLS files and the token files (see [`reload_on_sighup`]).

@@ -964,7 +964,10 @@ mod tests {
         let err = resolve_list_text("transfer-k2\n# next\ntransfer-k9\n")
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("line 3: unknown circuit \"transfer-k9\""), "{err}");
+        assert!(
+            err.starts_with("line 3: unknown circuit \"transfer-k9\""),
+            "{err}"
+        );
         let err = resolve_list_text("transfer-k2,\n").unwrap_err().to_string();
         assert!(err.starts_with("line 1: empty item"), "{err}");
         assert_eq!(

@@ -287,7 +287,10 @@ fn circuits_from_a_list_file() {
         .to_string();
     assert!(err.contains("--circuits"), "{err}");
     assert!(
-        err.contains(&format!("the circuit list file {}: line 2: unknown circuit \"transfer-k9\"", file.display())),
+        err.contains(&format!(
+            "the circuit list file {}: line 2: unknown circuit \"transfer-k9\"",
+            file.display()
+        )),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -295,7 +298,10 @@ fn circuits_from_a_list_file() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains(&format!("cannot read the circuit list file {}", file.display())),
+        err.contains(&format!(
+            "cannot read the circuit list file {}",
+            file.display()
+        )),
         "{err}"
     );
 }

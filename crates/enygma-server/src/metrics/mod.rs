@@ -36,13 +36,15 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use labels::{
-    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, KeyReloadLabels,
-    QueueLabels, RequestLabels, TableBuildLabels, TableProofLabels, TableUse, K,
+    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, KeyReloadLabels, QueueLabels,
+    RequestLabels, TableBuildLabels, TableProofLabels, TableUse, K,
 };
 use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
 
 pub use idempotency::IdempotencyFamilies;
-pub use labels::{AuthFailure, AuthScope, BuildOutcome, EvictionReason, KeyReloadResult, QueueKind};
+pub use labels::{
+    AuthFailure, AuthScope, BuildOutcome, EvictionReason, KeyReloadResult, QueueKind,
+};
 pub use scraped::{CallerShare, ConnectionCounters, QueueCounters, QueueGauges};
 
 /// The `Content-Type` of `/metrics`: the Prometheus text format, version 0.0.4.

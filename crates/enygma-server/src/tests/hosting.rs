@@ -55,7 +55,9 @@ impl ProofBackend for HostingFake {
         self.started.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(req.ms));
         Ok(ProofOutput {
-            json: serde_json::json!({ "tag": req.tag }).to_string().into_bytes(),
+            json: serde_json::json!({ "tag": req.tag })
+                .to_string()
+                .into_bytes(),
             witness: Duration::from_millis(1),
             prove: Duration::from_millis(req.ms),
             precomputed: false,
@@ -155,7 +157,12 @@ impl Hosting {
 
     async fn assert_proves(&self, stem: &str) {
         let r = self.prove(stem, 0).await;
-        assert_eq!((r.status, r.json()["tag"].as_str()), (200, Some(stem)), "{stem}: {}", r.body);
+        assert_eq!(
+            (r.status, r.json()["tag"].as_str()),
+            (200, Some(stem)),
+            "{stem}: {}",
+            r.body
+        );
     }
 
     async fn assert_not_hosted(&self, stem: &str) {
@@ -176,7 +183,10 @@ impl Hosting {
     }
 
     async fn metrics(&self) -> String {
-        get(self.server.admin.unwrap(), "/metrics").await.unwrap().body
+        get(self.server.admin.unwrap(), "/metrics")
+            .await
+            .unwrap()
+            .body
     }
 
     async fn stop(self) {
@@ -207,7 +217,10 @@ fn key_info(metrics: &str) -> Vec<String> {
 }
 
 fn reloads(metrics: &str, result: &str) -> Option<f64> {
-    metric(metrics, &format!("enygma_key_reloads_total{{result=\"{result}\"}}"))
+    metric(
+        metrics,
+        &format!("enygma_key_reloads_total{{result=\"{result}\"}}"),
+    )
 }
 
 fn list_file(name: &str, text: &str) -> PathBuf {
@@ -239,7 +252,10 @@ async fn a_reloaded_list_file_adds_and_retires_circuits_while_serving() {
     };
     let deadline = Instant::now() + T;
     while s.started.load(Ordering::SeqCst) == before {
-        assert!(Instant::now() < deadline, "the proof in flight never started");
+        assert!(
+            Instant::now() < deadline,
+            "the proof in flight never started"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 
@@ -250,7 +266,12 @@ async fn a_reloaded_list_file_adds_and_retires_circuits_while_serving() {
     s.assert_proves("transfer-k2").await;
     s.assert_not_hosted("ownership-721").await;
     let r = in_flight.await.unwrap();
-    assert_eq!((r.status, r.json()["tag"].as_str()), (200, Some("in-flight")), "{}", r.body);
+    assert_eq!(
+        (r.status, r.json()["tag"].as_str()),
+        (200, Some("in-flight")),
+        "{}",
+        r.body
+    );
 
     assert_eq!(s.ready_keys().await, ["deposit-k2", "transfer-k2"]);
     let m = s.metrics().await;
@@ -262,7 +283,11 @@ async fn a_reloaded_list_file_adds_and_retires_circuits_while_serving() {
     // finished after the reload included.
     let proofs = |labels: &str| metric(&m, &format!("enygma_prove_seconds_count{{{labels}}}"));
     assert_eq!(proofs(r#"statement="deposit",k="2""#), Some(1.0), "{m}");
-    assert_eq!(proofs(r#"statement="ownership-721",k="none""#), Some(2.0), "{m}");
+    assert_eq!(
+        proofs(r#"statement="ownership-721",k="none""#),
+        Some(2.0),
+        "{m}"
+    );
     s.stop().await;
     std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
