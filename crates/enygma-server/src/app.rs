@@ -57,7 +57,7 @@ pub struct AppState<B: ProofBackend> {
     /// The statement instances this server proves and verifies (`--circuits`); the routes of
     /// the others answer 404. Changed by a reload of a `--circuits @FILE` list
     /// ([`crate::server::reload_keys`]).
-    pub hosted: Hosted,
+    pub(crate) hosted: Hosted,
 }
 
 impl<B: ProofBackend> AppState<B> {

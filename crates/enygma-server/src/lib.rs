@@ -140,8 +140,6 @@ pub use backend::{BackendError, Instance, ProofBackend, ProofOutput};
 pub use config::{AccessArgs, AdminBind, Args, Config, ConfigError, LogFormat};
 /// The permission checks of the secrets and proving keys at start.
 pub use file_modes::{check_all as check_file_modes, FileKind};
-/// The statement instances served, and their list file read again on SIGHUP.
-pub use hosting::{read_list_file, Hosted};
 /// The allocator's settings at start, and giving its free pages back to the kernel.
 pub use malloc::{release_free_memory, tune as tune_malloc};
 /// The OpenAPI 3.1 document of every route (`GET /openapi.json`, `enygma-server openapi`).

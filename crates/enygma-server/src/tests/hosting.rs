@@ -165,13 +165,18 @@ impl Hosting {
         );
     }
 
+    /// Its prove route and its verify route (which the fake answers without looking at the
+    /// hosted set: the route's check alone) answer 404.
     async fn assert_not_hosted(&self, stem: &str) {
-        let r = self.prove(stem, 0).await;
-        assert_eq!(
-            (r.status, r.error()),
-            (404, format!("circuit {stem} is not hosted here")),
-            "{stem}"
-        );
+        let verify = statements::by_stem(stem).unwrap().verify_path();
+        let verified = post(self.server.addr, &verify, b"{}", T).await.unwrap();
+        for r in [self.prove(stem, 0).await, verified] {
+            assert_eq!(
+                (r.status, r.error()),
+                (404, format!("circuit {stem} is not hosted here")),
+                "{stem}"
+            );
+        }
     }
 
     /// The key stems `/readyz` on the admin listener lists.
