@@ -186,8 +186,10 @@ impl Started {
             cache_dir,
             drain_timeout,
             require_ceremony_keys,
+            access,
             ..
         } = self.config;
+        let allow_shared_files = access.allow_shared_secret_files;
         Service {
             state: self.state,
             listener: self.listener,
@@ -200,6 +202,7 @@ impl Started {
                     cache_dir,
                     &precomputed,
                     require_ceremony_keys,
+                    allow_shared_files,
                 )?;
                 // What the load freed (setup-mode synthesis, key file bytes) would otherwise
                 // stay resident: see `release_free_memory`.
