@@ -384,7 +384,14 @@ pub async fn reload_keys<B: ProofBackend>(state: &AppState<B>) {
         tokio::task::spawn_blocking(move || backend.reload_keys(wanted.as_deref())).await
     };
     let Ok(reloads) = reloads else {
-        tracing::error!("the reload of the proving keys panicked; the loaded keys stay");
+        // The prover retires before it loads anything: what the list dropped is gone.
+        for &instance in &retiring {
+            state.tables.retire(instance);
+        }
+        tracing::error!(
+            retired = retiring.len(),
+            "the reload of the proving keys panicked; the loaded keys stay, and no circuit was added"
+        );
         return;
     };
     let (mut replaced, mut refused, mut added, mut retired) = (0, 0, 0, 0);
