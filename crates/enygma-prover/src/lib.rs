@@ -68,9 +68,9 @@ pub enum ProveError {
     /// HTTP 500.
     #[error("internal error: {0}")]
     Internal(String),
-    /// HTTP 404: the instance's keys are not loaded: it is not hosted, or it was retired
-    /// ([`Prover::reload_hosted`]) before this request held its keys.
-    #[error("circuit {0} is not hosted here")]
+    /// HTTP 404 in a server: the instance's keys are not loaded: it is not hosted, or it was
+    /// retired ([`Prover::reload_hosted`]) before this request held its keys.
+    #[error("the keys of {0} are not loaded")]
     NotLoaded(Instance),
 }
 

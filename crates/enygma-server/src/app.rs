@@ -571,7 +571,7 @@ impl<B: ProofBackend> AppState<B> {
         if !self.hosts(instance) {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
-                format!("circuit {instance} is not hosted here"),
+                crate::hosting::not_hosted(instance),
             ));
         }
         let backend = self.backend().ok_or_else(|| {

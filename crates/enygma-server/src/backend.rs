@@ -127,7 +127,10 @@ impl From<ProveError> for BackendError {
             ProveError::BadRequest(_) => BackendError::BadRequest(message),
             ProveError::CheckFailed(_) => BackendError::CheckFailed(message),
             ProveError::Internal(_) => BackendError::Internal(message),
-            ProveError::NotLoaded(_) => BackendError::NotHosted(message),
+            // The route's own 404, word for word.
+            ProveError::NotLoaded(instance) => {
+                BackendError::NotHosted(crate::hosting::not_hosted(instance))
+            }
         }
     }
 }

@@ -63,6 +63,12 @@ impl Hosted {
     }
 }
 
+/// The 404 answer of a route whose instance is not hosted (never, or retired): one wording
+/// whichever step finds it.
+pub(crate) fn not_hosted(instance: Instance) -> String {
+    format!("circuit {instance} is not hosted here")
+}
+
 /// The instances a circuit list file names (`--circuits @FILE`): lines of key stems and
 /// statement names, commas or one per line, `#` comments. The error names the file and the
 /// line.
