@@ -12,7 +12,7 @@ use enygma_prover::statements::{self, Instance};
 /// The instances whose routes answer now.
 pub struct Hosted {
     /// In registry order. A panic while the lock was held cannot leave the list half-written
-    /// (each change is one retain or insert): it is used as is.
+    /// (each change is a retain, or a push and a sort of instances): it is used as is.
     now: RwLock<Vec<Instance>>,
     /// `--circuits @FILE`: read again on every SIGHUP. None: the set is fixed for the process's
     /// life (SIGHUP still replaces changed keys).
