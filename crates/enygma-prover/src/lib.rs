@@ -68,6 +68,10 @@ pub enum ProveError {
     /// HTTP 500.
     #[error("internal error: {0}")]
     Internal(String),
+    /// HTTP 404 in a server: the instance's keys are not loaded: it is not hosted, or it was
+    /// retired ([`Prover::reload_hosted`]) before this request held its keys.
+    #[error("the keys of {0} are not loaded")]
+    NotLoaded(Instance),
 }
 
 /// Sizes of one instance's circuit, as `enygma info` reports them.
@@ -371,10 +375,38 @@ fn load_in_parallel<T: Send>(
     loaded.into_iter().map(|(_, result)| result).collect()
 }
 
-/// An instance's keys as they are now. A panic while the lock was held cannot leave the `Arc`
-/// half-written: use it as is.
-fn current(keys: &RwLock<Arc<CircuitKeys>>) -> Arc<CircuitKeys> {
-    keys.read().unwrap_or_else(|e| e.into_inner()).clone()
+/// The keys of `instance` ([`CircuitKeys::load_cached`]), with the log lines of a load: what
+/// was loaded, and a warning, every time, about a key whose toxic waste someone may know. The
+/// same at start and for an instance added while serving.
+fn load_logged(
+    keys_dir: &Path,
+    instance: Instance,
+    missing: MissingKeys,
+    cache_dir: Option<&Path>,
+) -> Result<CircuitKeys, KeyError> {
+    let started = Instant::now();
+    let keys = CircuitKeys::load_cached(keys_dir, instance, missing, cache_dir)?;
+    let origin = &keys.record.origin;
+    tracing::info!(
+        circuit = %instance,
+        constraints = keys.shape.info.constraints,
+        origin = %origin,
+        reduction = keys.record.reduction.name(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "keys and matrices loaded"
+    );
+    match origin {
+        keys::KeyOrigin::DevelopmentSeed => tracing::warn!(
+            circuit = %instance,
+            "DEVELOPMENT keys from a public seed: anyone can forge proofs for them; not for production"
+        ),
+        keys::KeyOrigin::SingleParty => tracing::warn!(
+            circuit = %instance,
+            "single-party keys: whoever ran their setup could forge proofs; for staging, not for production"
+        ),
+        keys::KeyOrigin::Ceremony { .. } => {}
+    }
+    Ok(keys)
 }
 
 /// Bytes in MiB with one decimal, for log fields.
@@ -401,6 +433,21 @@ pub struct Prepared {
     pub instance: Instance,
     /// The statement's own inputs type, erased.
     pub(crate) inputs: statements::Inputs,
+    /// The keys loaded when [`Prover::prepare`] checked the request, for its proof should the
+    /// instance be retired while it waits for a slot; none from the key-free [`prepare`].
+    held: HeldKeys,
+}
+
+/// The keys a prepared request holds ([`Prepared`]). Its `Debug` names the key only.
+struct HeldKeys(Option<Arc<CircuitKeys>>);
+
+impl std::fmt::Debug for HeldKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(keys) => write!(f, "HeldKeys({})", hex::encode(&keys.key_sha256[..8])),
+            None => f.write_str("HeldKeys(none)"),
+        }
+    }
 }
 
 impl Prepared {
@@ -462,16 +509,19 @@ pub struct ProveTimings {
 
 /// Keys and matrices for a set of instances (by default all of them).
 pub struct Prover {
-    /// In registry order; each instance's keys replaceable while serving
-    /// ([`Prover::reload_keys`]): a proof holds the keys it started with until it ends.
-    circuits: Vec<RwLock<Arc<CircuitKeys>>>,
+    /// The hosted instances' keys, in registry order. Each is replaceable while serving
+    /// ([`Prover::reload_keys`]), and the set changes with [`Prover::reload_hosted`]: a proof
+    /// holds the keys it started with (a prepared request those it was checked with) until it
+    /// ends, so nothing here waits for proofs. A panic while the lock was held cannot leave the
+    /// list half-written (each change is one push, removal or assignment): it is used as is.
+    circuits: RwLock<Vec<Arc<CircuitKeys>>>,
     /// Where matrices and tables are kept between runs ([`cache`]); none: derived every time.
     cache_dir: Option<PathBuf>,
     /// Held by [`Prover::reload_keys`]: two reloads at once would load the same keys twice.
     reloading: std::sync::Mutex<()>,
 }
 
-/// What [`Prover::reload_keys`] did with one instance's keys.
+/// What [`Prover::reload_keys`] or [`Prover::reload_hosted`] did with one instance's keys.
 #[derive(Clone, Debug)]
 pub enum KeyReload {
     /// Its proving key file is the one loaded.
@@ -485,14 +535,27 @@ pub enum KeyReload {
         tables: bool,
     },
     /// Not replaced: the loaded keys stay, for this reason (it names files and checks, never
-    /// key material).
+    /// key material). For an instance the reload was to add: not added, it stays unhosted.
     Refused(String),
+    /// Newly hosted: its keys loaded and checked as at start; proofs of it can start now.
+    Added {
+        now: [u8; 32],
+        record: keys::KeyRecord,
+    },
+    /// No longer hosted: new requests are refused ([`ProveError::NotLoaded`]); the proofs
+    /// running or prepared finish with the keys they hold. `table_bytes`: the MSM tables
+    /// dropped, freed once those proofs end.
+    Retired { table_bytes: usize },
 }
 
 /// Parses and checks a request of `instance`; no keys needed.
 pub fn prepare(instance: Instance, body: &[u8]) -> Result<Prepared, ProveError> {
     let inputs = instance.statement().parse_and_check(instance.k(), body)?;
-    Ok(Prepared { instance, inputs })
+    Ok(Prepared {
+        instance,
+        inputs,
+        held: HeldKeys(None),
+    })
 }
 
 impl Prover {
@@ -525,35 +588,10 @@ impl Prover {
         cache_dir: Option<PathBuf>,
     ) -> Result<Self, KeyError> {
         let circuits = load_in_parallel(instances, |instance| {
-            let started = Instant::now();
-            let keys = CircuitKeys::load_cached(keys_dir, instance, missing, cache_dir.as_deref())?;
-            let origin = &keys.record.origin;
-            tracing::info!(
-                circuit = %instance,
-                constraints = keys.shape.info.constraints,
-                origin = %origin,
-                reduction = keys.record.reduction.name(),
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "keys and matrices loaded"
-            );
-            match origin {
-                keys::KeyOrigin::DevelopmentSeed => tracing::warn!(
-                    circuit = %instance,
-                    "DEVELOPMENT keys from a public seed: anyone can forge proofs for them; not for production"
-                ),
-                keys::KeyOrigin::SingleParty => tracing::warn!(
-                    circuit = %instance,
-                    "single-party keys: whoever ran their setup could forge proofs; for staging, not for production"
-                ),
-                keys::KeyOrigin::Ceremony { .. } => {}
-            }
-            Ok(keys)
+            load_logged(keys_dir, instance, missing, cache_dir.as_deref())
         })?;
         Ok(Self {
-            circuits: circuits
-                .into_iter()
-                .map(|keys| RwLock::new(Arc::new(keys)))
-                .collect(),
+            circuits: RwLock::new(circuits.into_iter().map(Arc::new).collect()),
             cache_dir,
             reloading: std::sync::Mutex::new(()),
         })
@@ -623,6 +661,7 @@ impl Prover {
         let mut total = 0;
         for keys in self
             .loaded()
+            .into_iter()
             .filter(|c| instances.contains(&c.shape.instance) && !c.is_precomputed())
         {
             let bytes = keys.precomputed_table_bytes();
@@ -702,20 +741,108 @@ impl Prover {
         keys_dir: &Path,
         accept: impl Fn(Instance, &keys::KeyRecord) -> Result<(), String>,
     ) -> Vec<(Instance, KeyReload)> {
+        let hosted: Vec<Instance> = self.instances().collect();
+        self.reload_hosted(keys_dir, &hosted, MissingKeys::Refuse, accept)
+    }
+
+    /// [`Prover::reload_keys`], and the hosted set made `hosted`: an instance loaded but not in
+    /// `hosted` is retired (its tables dropped; proofs running or prepared finish with the keys
+    /// they hold, new ones are refused with [`ProveError::NotLoaded`]); one in `hosted` but not
+    /// loaded is loaded and checked as at start ([`CircuitKeys::load_cached`], a missing proving
+    /// key created or refused as `missing` says, and `accept` on its record before and after
+    /// the load), then hosted, without tables (the caller's table policy builds them). One
+    /// refused stays unhosted. The result has a line per instance loaded before or in `hosted`,
+    /// retirements first, in registry order within each kind.
+    pub fn reload_hosted(
+        &self,
+        keys_dir: &Path,
+        hosted: &[Instance],
+        missing: MissingKeys,
+        accept: impl Fn(Instance, &keys::KeyRecord) -> Result<(), String>,
+    ) -> Vec<(Instance, KeyReload)> {
         let _one_at_a_time = self.reloading.lock().unwrap_or_else(|e| e.into_inner());
-        self.circuits
+        let loaded = self.loaded();
+        let mut results: Vec<(Instance, KeyReload)> = loaded
             .iter()
-            .map(|slot| {
-                let old = current(slot);
-                let instance = old.shape.instance;
-                (instance, self.reload_one(slot, &old, keys_dir, &accept))
-            })
-            .collect()
+            .filter(|keys| !hosted.contains(&keys.shape.instance))
+            .map(|keys| (keys.shape.instance, self.retire(keys)))
+            .collect();
+        for &instance in hosted {
+            let reload = match loaded.iter().find(|k| k.shape.instance == instance) {
+                Some(old) => self.reload_one(old, keys_dir, &accept),
+                None => self.add_one(instance, keys_dir, missing, &accept),
+            };
+            results.push((instance, reload));
+        }
+        results
+    }
+
+    /// Takes `keys` out of the hosted set and drops their tables (see [`KeyReload::Retired`]).
+    fn retire(&self, keys: &Arc<CircuitKeys>) -> KeyReload {
+        self.write_circuits().retain(|c| !Arc::ptr_eq(c, keys));
+        // The keys stay alive while a prepared request holds them; the tables need not.
+        let table_bytes = keys.set_tables(None).map_or(0, |t| t.memory_bytes());
+        KeyReload::Retired { table_bytes }
+    }
+
+    /// Loads and checks the keys of `instance`, not hosted, and hosts them in registry order.
+    fn add_one(
+        &self,
+        instance: Instance,
+        keys_dir: &Path,
+        missing: MissingKeys,
+        accept: &impl Fn(Instance, &keys::KeyRecord) -> Result<(), String>,
+    ) -> KeyReload {
+        let refused = |why: String| KeyReload::Refused(why);
+        let paths = keys::KeyPaths::new(keys_dir, instance);
+        // A key file refused by its record costs no load (a synthesis, seconds for k = 6).
+        if paths.proving.exists() {
+            match keys::read_record(&paths.proving) {
+                Ok(record) => {
+                    if let Err(why) = accept(instance, &record) {
+                        return refused(why);
+                    }
+                }
+                Err(e) => return refused(e.to_string()),
+            }
+        }
+        let new = match load_logged(keys_dir, instance, missing, self.cache_dir.as_deref()) {
+            Ok(new) => new,
+            Err(e) => return refused(e.to_string()),
+        };
+        // Created as a development key, or changed since its record was read: what is served.
+        if let Err(why) = accept(instance, &new.record) {
+            return refused(why);
+        }
+        let added = KeyReload::Added {
+            now: new.key_sha256,
+            record: new.record.clone(),
+        };
+        let order = |i: Instance| statements::all_instances().position(|j| j == i);
+        let mut circuits = self.write_circuits();
+        let at = circuits.partition_point(|c| order(c.shape.instance) < order(instance));
+        circuits.insert(at, Arc::new(new));
+        added
+    }
+
+    fn write_circuits(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<CircuitKeys>>> {
+        self.circuits.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Switches the hosted keys of `new`'s instance to `new`, if it is still hosted.
+    fn switch(&self, new: Arc<CircuitKeys>) {
+        let instance = new.shape.instance;
+        if let Some(slot) = self
+            .write_circuits()
+            .iter_mut()
+            .find(|c| c.shape.instance == instance)
+        {
+            *slot = new;
+        }
     }
 
     fn reload_one(
         &self,
-        slot: &RwLock<Arc<CircuitKeys>>,
         old: &Arc<CircuitKeys>,
         keys_dir: &Path,
         accept: &impl Fn(Instance, &keys::KeyRecord) -> Result<(), String>,
@@ -761,7 +888,7 @@ impl Prover {
             record: new.record.clone(),
             tables,
         };
-        *slot.write().unwrap_or_else(|e| e.into_inner()) = new.clone();
+        self.switch(new.clone());
         // Tables that a build set on the old keys after they were looked at above.
         if old.is_precomputed() && !new.is_precomputed() {
             new.set_tables(Some(Arc::new(self.obtain_tables(&new))));
@@ -780,32 +907,56 @@ impl Prover {
 
     /// The instances whose keys are loaded.
     pub fn instances(&self) -> impl Iterator<Item = Instance> + '_ {
-        self.loaded().map(|c| c.shape.instance)
+        self.loaded().into_iter().map(|c| c.shape.instance)
     }
 
     /// The keys of every loaded instance as they are now.
-    fn loaded(&self) -> impl Iterator<Item = Arc<CircuitKeys>> + '_ {
-        self.circuits.iter().map(current)
+    fn loaded(&self) -> Vec<Arc<CircuitKeys>> {
+        self.circuits
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The keys of `instance` as they are now: a proof that holds them keeps them when they are
-    /// replaced meanwhile.
+    /// replaced (or retired) meanwhile.
     pub fn circuit(&self, instance: Instance) -> Option<Arc<CircuitKeys>> {
-        self.loaded().find(|c| c.shape.instance == instance)
+        self.circuits
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|c| c.shape.instance == instance)
+            .cloned()
     }
 
     fn keys(&self, instance: Instance) -> Result<Arc<CircuitKeys>, ProveError> {
         self.circuit(instance)
-            .ok_or_else(|| ProveError::Internal(format!("the keys of {instance} are not loaded")))
+            .ok_or(ProveError::NotLoaded(instance))
+    }
+
+    /// The keys a proof of `prepared` is made with: the instance's as they are now, or, if it
+    /// was retired since the request was checked, those the request holds.
+    fn keys_for(&self, prepared: &Prepared) -> Result<Arc<CircuitKeys>, ProveError> {
+        self.circuit(prepared.instance)
+            .or_else(|| prepared.held.0.clone())
+            .ok_or(ProveError::NotLoaded(prepared.instance))
     }
 
     pub fn info(&self) -> Vec<CircuitInfo> {
-        self.loaded().map(|c| c.shape.info.clone()).collect()
+        self.loaded()
+            .into_iter()
+            .map(|c| c.shape.info.clone())
+            .collect()
     }
 
-    /// See [`prepare`].
+    /// See [`prepare`]; and the request holds the instance's keys as they are now, so that
+    /// its proof is made should the instance be retired before it starts. An instance not
+    /// loaded (not hosted, or retired) is refused with [`ProveError::NotLoaded`].
     pub fn prepare(&self, instance: Instance, body: &[u8]) -> Result<Prepared, ProveError> {
-        prepare(instance, body)
+        let keys = self.keys(instance)?;
+        let mut prepared = prepare(instance, body)?;
+        prepared.held = HeldKeys(Some(keys));
+        Ok(prepared)
     }
 
     /// Witness synthesis and the Groth16 proof, on the current rayon pool. The proof is
@@ -824,7 +975,7 @@ impl Prover {
         prepared: &Prepared,
         rng: &mut R,
     ) -> Result<(ProofResponse, ProveTimings), ProveError> {
-        let keys = self.keys(prepared.instance)?;
+        let keys = self.keys_for(prepared)?;
         let shape = &keys.shape;
         // Taken once: tables dropped or built while this proof runs do not change it.
         let tables = keys.tables();
@@ -876,7 +1027,7 @@ impl Prover {
     /// allocated at the circuit's sizes and wiped ([`groth16::full_assignment_sized`]).
     pub fn assignment(&self, prepared: &Prepared) -> Result<wipe::Wiped<Fr>, ProveError> {
         let instance = prepared.instance;
-        let shape = &self.keys(instance)?.shape;
+        let shape = &self.keys_for(prepared)?.shape;
         let circuit = instance
             .statement()
             .circuit_for_proving(&prepared.inputs)

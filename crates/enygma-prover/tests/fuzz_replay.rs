@@ -205,6 +205,9 @@ fn seeds_and_mutations_never_panic() {
             Ok(Some(Err(ProveError::BadRequest(_)))) => bad_request += 1,
             Ok(Some(Err(ProveError::CheckFailed(_)))) => check_failed += 1,
             Ok(Some(Err(ProveError::Internal(e)))) => panic!("a 500 for a request: {e}"),
+            Ok(Some(Err(ProveError::NotLoaded(i)))) => {
+                panic!("the key-free checks asked for {i}'s keys")
+            }
             Ok(None) => {}
             Err(_) => {
                 run(&mutated, &mut panics);

@@ -569,10 +569,8 @@ fn a_prover_for_some_instances_proves_those_only() {
     let err = prover
         .prove(&prepare(d2, deposit.as_bytes()).unwrap())
         .expect_err("deposit keys are not loaded");
-    assert_eq!(
-        err.to_string(),
-        "internal error: the keys of deposit-k2 are not loaded"
-    );
+    assert!(matches!(err, ProveError::NotLoaded(i) if i == d2), "{err}");
+    assert_eq!(err.to_string(), "the keys of deposit-k2 are not loaded");
 }
 
 #[test]
@@ -853,5 +851,102 @@ fn a_reload_replaces_changed_keys_once_loaded_and_accepted() {
     std::fs::write(KeyPaths::new(&dir, owner).proving, b"no key").unwrap();
     assert!(matches!(reload(&accept_all), KeyReload::Refused(_)));
     assert_eq!(prover.circuit(owner).unwrap().key_sha256, new_sha);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A reload with a hosted list: an instance gone from it is retired (new requests refused as
+/// not loaded, a request prepared before still proved with the keys it holds, its tables
+/// dropped); one new in it is loaded as at start (a missing key refused or created as asked,
+/// the caller's rule on its record), then hosted in registry order.
+#[test]
+fn a_hosted_reload_adds_and_retires_instances() {
+    use enygma_prover::KeyReload;
+    use keys::{KeyRecord, MissingKeys};
+    let owner = statements::by_stem("ownership-721").unwrap();
+    let transfer = statements::by_stem("transfer-k2").unwrap();
+    let dir = std::env::temp_dir().join(format!("enygma-hosted-reload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let prover = Prover::load(&dir, &[owner], MissingKeys::Create).unwrap();
+    prover.build_tables(owner).unwrap();
+    let owner_sha = prover.circuit(owner).unwrap().key_sha256;
+    let accept_all = |_: Instance, _: &KeyRecord| Ok(());
+    let only_ceremony = |_: Instance, record: &KeyRecord| {
+        if record.origin.is_ceremony() {
+            Ok(())
+        } else {
+            Err("not a ceremony key".to_string())
+        }
+    };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
+    let body = owner
+        .generate(&statements::RequestSpec::default(), &mut rng)
+        .unwrap()
+        .to_string();
+    let waiting = prover.prepare(owner, body.as_bytes()).unwrap();
+
+    // Retired, and the key to add missing while missing keys are refused: nothing hosted.
+    let results = prover.reload_hosted(&dir, &[transfer], MissingKeys::Refuse, accept_all);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        matches!(results[0], (i, KeyReload::Retired { table_bytes }) if i == owner && table_bytes > 0),
+        "{results:?}"
+    );
+    assert!(
+        matches!(&results[1], (i, KeyReload::Refused(why)) if *i == transfer && why.contains("transfer-k2")),
+        "{results:?}"
+    );
+    assert_eq!(prover.instances().count(), 0);
+    assert!(matches!(
+        prover.prepare(owner, body.as_bytes()),
+        Err(ProveError::NotLoaded(i)) if i == owner
+    ));
+    assert!(matches!(
+        prover.prove(&prepare(owner, body.as_bytes()).unwrap()),
+        Err(ProveError::NotLoaded(_))
+    ));
+    // Prepared before the retirement: proved with the keys it holds, without their tables.
+    let (_, timings) = prover.prove(&waiting).unwrap();
+    assert_eq!(timings.key_sha256, owner_sha);
+    assert!(
+        !timings.precomputed,
+        "the retired instance's tables were dropped"
+    );
+
+    // Added as at start: a development key created when missing keys are.
+    let results = prover.reload_hosted(&dir, &[transfer], MissingKeys::Create, accept_all);
+    let transfer_sha = match &results[..] {
+        [(i, KeyReload::Added { now, record })] if *i == transfer => {
+            assert_eq!(*record, KeyRecord::DEVELOPMENT);
+            *now
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(prover.circuit(transfer).unwrap().key_sha256, transfer_sha);
+    assert!(!prover.circuit(transfer).unwrap().is_precomputed());
+
+    // The caller's rule refuses the returning instance's development key before any load.
+    let results =
+        prover.reload_hosted(&dir, &[owner, transfer], MissingKeys::Refuse, only_ceremony);
+    assert!(
+        matches!(&results[0], (i, KeyReload::Refused(why)) if *i == owner && why.contains("not a ceremony key")),
+        "{results:?}"
+    );
+    assert!(
+        matches!(results[1], (_, KeyReload::Unchanged)),
+        "{results:?}"
+    );
+    let results = prover.reload_hosted(&dir, &[owner, transfer], MissingKeys::Refuse, accept_all);
+    assert!(
+        matches!(&results[0], (i, KeyReload::Added { now, .. }) if *i == owner && *now == owner_sha),
+        "{results:?}"
+    );
+    let in_order: Vec<Instance> = statements::all_instances()
+        .filter(|i| [owner, transfer].contains(i))
+        .collect();
+    assert_eq!(prover.instances().collect::<Vec<_>>(), in_order);
+    let (proof, _) = prover
+        .prove(&prover.prepare(owner, body.as_bytes()).unwrap())
+        .unwrap();
+    assert!(prover.verify(owner, &proof).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -23,6 +23,7 @@ use crate::auth::Auth;
 use crate::backend::ProofBackend;
 use crate::body::RequestBody;
 use crate::caller::Caller;
+use crate::hosting::Hosted;
 use crate::idempotency::{self, Claim, IdempotencyConfig, IdempotencyStore};
 use crate::metrics::{Metrics, QueueKind};
 use crate::request::{is_probe, ApiError, ErrorNote, ReqCtx, JSON};
@@ -54,8 +55,9 @@ pub struct AppState<B: ProofBackend> {
     draining: AtomicBool,
     body_limit: usize,
     /// The statement instances this server proves and verifies (`--circuits`); the routes of
-    /// the others answer 404.
-    hosted: Vec<Instance>,
+    /// the others answer 404. Changed by a reload of a `--circuits @FILE` list
+    /// ([`crate::server::reload_keys`]).
+    pub(crate) hosted: Hosted,
 }
 
 impl<B: ProofBackend> AppState<B> {
@@ -75,12 +77,19 @@ impl<B: ProofBackend> AppState<B> {
             auth: Arc::new(Auth::default()),
             draining: AtomicBool::new(false),
             body_limit,
-            hosted,
+            hosted: Hosted::new(hosted, None),
         })
     }
 
     pub fn hosts(&self, instance: Instance) -> bool {
-        self.hosted.contains(&instance)
+        self.hosted.contains(instance)
+    }
+
+    /// Reads the hosted list again from `file` on each reload (`--circuits @FILE`); the list
+    /// the state was made with is the file's at start.
+    pub fn with_hosted_file(mut self, file: std::path::PathBuf) -> Self {
+        self.hosted = Hosted::new(self.hosted.list(), Some(file));
+        self
     }
 
     /// Requires the bearer tokens of `auth` (see [`crate::auth`]).
@@ -107,7 +116,7 @@ impl<B: ProofBackend> AppState<B> {
     pub fn set_backend(&self, backend: impl Into<Arc<B>>) {
         let backend = backend.into();
         if self.backend.get().is_none() {
-            self.tables.attach(&backend, &self.hosted);
+            self.tables.attach(&backend, &self.hosted.list());
         }
         let _ = self.backend.set(backend);
     }
@@ -562,7 +571,7 @@ impl<B: ProofBackend> AppState<B> {
         if !self.hosts(instance) {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
-                format!("circuit {instance} is not hosted here"),
+                crate::hosting::not_hosted(instance),
             ));
         }
         let backend = self.backend().ok_or_else(|| {

@@ -41,9 +41,12 @@ pub trait ProofBackend: Send + Sync + 'static {
     }
 
     /// Replaces the keys whose files changed, each once loaded and checked (see
-    /// `enygma_prover::Prover::reload_keys`); what it did with each instance. Slow: called on
-    /// the blocking pool. A prover without key files has nothing to reload.
-    fn reload_keys(&self) -> Vec<(Instance, KeyReload)> {
+    /// `enygma_prover::Prover::reload_keys`), and with `hosted` (a `--circuits @FILE` list read
+    /// again) makes the hosted set that list: instances added are loaded and checked as at
+    /// start, instances gone are retired (see `enygma_prover::Prover::reload_hosted`). What it
+    /// did with each instance. Slow: called on the blocking pool. A prover without key files
+    /// has nothing to reload.
+    fn reload_keys(&self, _hosted: Option<&[Instance]>) -> Vec<(Instance, KeyReload)> {
         Vec::new()
     }
 
@@ -109,6 +112,11 @@ pub enum BackendError {
     /// Anything else: 500.
     #[error("{0}")]
     Internal(String),
+    /// The instance is not hosted (any more): 404, as a route of an instance never hosted.
+    /// A request that passed the route's check just before its instance was retired gets it
+    /// from its checks.
+    #[error("{0}")]
+    NotHosted(String),
 }
 
 /// The prover's error messages name fields and checks, never values: safe to return.
@@ -119,6 +127,10 @@ impl From<ProveError> for BackendError {
             ProveError::BadRequest(_) => BackendError::BadRequest(message),
             ProveError::CheckFailed(_) => BackendError::CheckFailed(message),
             ProveError::Internal(_) => BackendError::Internal(message),
+            // The route's own 404, word for word.
+            ProveError::NotLoaded(instance) => {
+                BackendError::NotHosted(crate::hosting::not_hosted(instance))
+            }
         }
     }
 }

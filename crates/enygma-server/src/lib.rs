@@ -109,6 +109,7 @@ mod caller;
 mod client_names;
 mod config;
 mod file_modes;
+mod hosting;
 mod idempotency;
 #[cfg(test)]
 mod log_capture;

@@ -140,9 +140,12 @@ async fn start(args: &Args, admin_default: bool) -> Result<Started, StartupError
         build_after_proofs = enygma_server::BUILD_AFTER_PROOFS,
         "precomputed MSM tables for the circuits that receive proofs"
     );
-    let state =
+    let mut state =
         AppState::<RealBackend>::new(&config.admission, config.body_limit, config.hosted.clone())
             .map_err(StartupError::Admission)?;
+    if let Some(file) = &config.hosted_file {
+        state = state.with_hosted_file(file.clone());
+    }
     let state = Arc::new(
         state
             .with_auth(auth.clone())
@@ -183,8 +186,10 @@ impl Started {
             cache_dir,
             drain_timeout,
             require_ceremony_keys,
+            access,
             ..
         } = self.config;
+        let allow_shared_files = access.allow_shared_secret_files;
         Service {
             state: self.state,
             listener: self.listener,
@@ -197,6 +202,7 @@ impl Started {
                     cache_dir,
                     &precomputed,
                     require_ceremony_keys,
+                    allow_shared_files,
                 )?;
                 // What the load freed (setup-mode synthesis, key file bytes) would otherwise
                 // stay resident: see `release_free_memory`.
@@ -233,6 +239,7 @@ fn log_settings(config: &Config) {
         keys_dir = %config.keys_dir.display(),
         unlimited = config.unlimited,
         circuits = %stems(&config.hosted),
+        circuits_file = config.hosted_file.as_ref().map(|f| tracing::field::display(f.display())),
         require_keys = config.require_keys,
         require_ceremony_keys = config.require_ceremony_keys,
         precompute = %stems(&config.precomputed),

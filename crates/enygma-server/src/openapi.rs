@@ -319,8 +319,8 @@ fn api_security() -> Value {
 
 fn not_hosted(instance: &Instance) -> Value {
     json_response(
-        "This server does not host the instance (--circuits): route it to a replica that \
-         does.",
+        "This server does not host the instance (--circuits, or retired from its list file \
+         since): route it to a replica that does.",
         error_with(&[format!("circuit {instance} is not hosted here")]),
         &[],
     )

@@ -11,13 +11,18 @@ use enygma_prover::{
 use rand::SeedableRng;
 
 use crate::backend::{BackendError, KeyReload, LoadedKey, ProofBackend, ProofOutput};
+use crate::file_modes::FileKind;
 
-/// `Prover` as a [`ProofBackend`], with what a reload of its keys needs: where they are, and
-/// whether only ceremony keys may be served (`--require-ceremony-keys`).
+/// `Prover` as a [`ProofBackend`], with what a reload of its keys needs: where they are,
+/// whether a missing key of an added instance is created or refused (`--require-keys`),
+/// whether only ceremony keys may be served (`--require-ceremony-keys`), and whether a key file
+/// others may write is refused or warned about (`--allow-shared-secret-files`), as at start.
 pub struct RealBackend {
     prover: Prover,
     keys_dir: PathBuf,
+    missing: MissingKeys,
     require_ceremony_keys: bool,
+    allow_shared_files: bool,
 }
 
 impl RealBackend {
@@ -26,8 +31,10 @@ impl RealBackend {
     /// `precomputed` ones (`--precompute`, each a hosted instance); matrices and tables are read
     /// from `cache_dir` where kept (`--cache-dir`). Slow: seconds, and about 15 s of one core
     /// per precomputed k=6 instance whose tables are not kept.
-    /// `require_ceremony_keys` is what a later reload of the keys ([`ProofBackend::reload_keys`])
-    /// asks of a replaced key, as `--require-ceremony-keys` asked of every key before the start.
+    /// `missing`, `require_ceremony_keys` and `allow_shared_files` are what a later reload of
+    /// the keys ([`ProofBackend::reload_keys`]) asks of an added instance's key, and the last
+    /// two of a replaced one, as `--require-keys`, `--require-ceremony-keys` and the file mode
+    /// check (`--allow-shared-secret-files`) asked of every key before the start.
     pub fn load(
         keys_dir: &Path,
         hosted: &[Instance],
@@ -35,6 +42,7 @@ impl RealBackend {
         cache_dir: Option<PathBuf>,
         precomputed: &[Instance],
         require_ceremony_keys: bool,
+        allow_shared_files: bool,
     ) -> Result<Self, String> {
         let mut prover = Prover::load_cached(keys_dir, hosted, missing, cache_dir)
             .map_err(|e| format!("keys in {}: {e}", keys_dir.display()))?;
@@ -44,7 +52,9 @@ impl RealBackend {
         Ok(RealBackend {
             prover,
             keys_dir: keys_dir.to_owned(),
+            missing,
             require_ceremony_keys,
+            allow_shared_files,
         })
     }
 }
@@ -141,17 +151,32 @@ impl ProofBackend for RealBackend {
             .collect()
     }
 
-    fn reload_keys(&self) -> Vec<(Instance, KeyReload)> {
+    fn reload_keys(&self, hosted: Option<&[Instance]>) -> Vec<(Instance, KeyReload)> {
         let require_ceremony = self.require_ceremony_keys;
-        self.prover.reload_keys(&self.keys_dir, |instance, record| {
+        let accept = |instance: Instance, record: &keys::KeyRecord| {
             if require_ceremony && !record.origin.is_ceremony() {
                 return Err(format!(
                     "{instance}: {} keys, and --require-ceremony-keys serves ceremony keys only",
                     record.origin.kind()
                 ));
             }
-            Ok(())
-        })
+            // The start's check of who may replace a proving key (`check_file_modes`).
+            let key = keys::KeyPaths::new(&self.keys_dir, instance).proving;
+            match crate::file_modes::check("--keys-dir", &key, FileKind::ProvingKey) {
+                Err(why) if !self.allow_shared_files => Err(why),
+                Err(why) => {
+                    tracing::warn!("--allow-shared-secret-files: {why}");
+                    Ok(())
+                }
+                Ok(()) => Ok(()),
+            }
+        };
+        match hosted {
+            None => self.prover.reload_keys(&self.keys_dir, accept),
+            Some(hosted) => self
+                .prover
+                .reload_hosted(&self.keys_dir, hosted, self.missing, accept),
+        }
     }
 
     fn table_bytes(&self, instance: Instance) -> Option<usize> {
@@ -172,6 +197,68 @@ impl ProofBackend for RealBackend {
 
     fn drop_tables(&self, instance: Instance) -> usize {
         self.prover.drop_tables(instance)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod reload_tests {
+    //! A reload of the real prover adds an instance under the start's checks of its key file.
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// ownership-721 added to a server hosting nothing else: its key file writable by others is
+    /// refused (as at start), warned about with `--allow-shared-secret-files`; fixed, it is
+    /// added; a reload without a list leaves the set as it is, one with an empty list retires it.
+    #[test]
+    fn an_added_key_is_checked_as_at_start() {
+        let owner = statements::by_stem("ownership-721").unwrap();
+        let dir = std::env::temp_dir().join(format!("enygma-real-reload-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let pk = keys::generate(owner).unwrap();
+        keys::save(&dir, owner, &pk, &keys::KeyRecord::DEVELOPMENT).unwrap();
+        let key = keys::KeyPaths::new(&dir, owner).proving;
+        let chmod = |mode| std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode));
+        chmod(0o666).unwrap();
+        let load = |allow_shared| {
+            RealBackend::load(
+                &dir,
+                &[],
+                MissingKeys::Refuse,
+                None,
+                &[],
+                false,
+                allow_shared,
+            )
+            .unwrap()
+        };
+        let strict = load(false);
+        match &strict.reload_keys(Some(&[owner]))[..] {
+            [(i, KeyReload::Refused(why))] if *i == owner => {
+                assert!(why.contains("others write it"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(strict.keys().is_empty());
+        let shared = load(true);
+        assert!(matches!(
+            &shared.reload_keys(Some(&[owner]))[..],
+            [(_, KeyReload::Added { .. })]
+        ));
+        chmod(0o644).unwrap();
+        assert!(matches!(
+            &strict.reload_keys(Some(&[owner]))[..],
+            [(_, KeyReload::Added { .. })]
+        ));
+        assert!(matches!(
+            &strict.reload_keys(None)[..],
+            [(_, KeyReload::Unchanged)]
+        ));
+        assert!(matches!(
+            &strict.reload_keys(Some(&[]))[..],
+            [(_, KeyReload::Retired { .. })]
+        ));
+        assert!(strict.keys().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 

@@ -77,6 +77,7 @@ impl From<BackendError> for ApiError {
             BackendError::BadRequest(_) => StatusCode::BAD_REQUEST,
             BackendError::CheckFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
             BackendError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            BackendError::NotHosted(_) => StatusCode::NOT_FOUND,
         };
         ApiError::new(status, e.to_string())
     }

@@ -10,8 +10,8 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::app::{admin_router, router, AppState};
 use crate::auth::Auth;
-use crate::backend::{KeyReload, ProofBackend};
-use crate::metrics::Metrics;
+use crate::backend::{Instance, KeyReload, ProofBackend};
+use crate::metrics::{KeyReloadResult, Metrics};
 use crate::tls::Tls;
 use crate::transport::{serve_connections, Limits, Transport};
 
@@ -337,17 +337,64 @@ pub fn reload_on_sighup<B: ProofBackend>(
 /// file loaded, checked and switched to, or refused (the loaded key stays); logged per instance
 /// and counted (`enygma_key_reloads_total`). Before the keys are loaded there is nothing to
 /// reload: the load reads the files as they are.
+///
+/// With a hosted list file (`--circuits @FILE`) the file is read again first, and the hosted
+/// set becomes what it names: a file that cannot be read or names an unknown circuit refuses the
+/// whole reload (nothing changes, keys included). Instances gone from the list are retired
+/// before the prover lets go of them, so that their routes answer 404 from then on while the
+/// requests already past that check (in flight, queued or being checked) finish; instances
+/// added are hosted once their keys are loaded and checked as at start, and get tables by the
+/// table policy. This is what SIGHUP calls.
 pub async fn reload_keys<B: ProofBackend>(state: &AppState<B>) {
     let Some(backend) = state.backend() else {
         tracing::info!("SIGHUP: the proving keys are still loading; nothing to reload");
         return;
     };
-    tracing::info!("SIGHUP: reloading the proving keys whose files changed");
-    let Ok(reloads) = tokio::task::spawn_blocking(move || backend.reload_keys()).await else {
-        tracing::error!("the reload of the proving keys panicked; the loaded keys stay");
+    let wanted = match state.hosted.file() {
+        None => None,
+        Some(file) => match crate::hosting::read_list_file(file) {
+            Ok(list) => Some(list),
+            Err(e) => {
+                state.metrics.key_reloaded(KeyReloadResult::Refused);
+                tracing::error!(
+                    error = %e,
+                    "SIGHUP: the hosted circuits and their keys stay as they were (fix the list file and send SIGHUP again)"
+                );
+                return;
+            }
+        },
+    };
+    let retiring: Vec<Instance> = match &wanted {
+        Some(list) => {
+            let now = state.hosted.list();
+            now.into_iter().filter(|i| !list.contains(i)).collect()
+        }
+        None => Vec::new(),
+    };
+    state.hosted.remove(&retiring);
+    tracing::info!(
+        file = state
+            .hosted
+            .file()
+            .map(|f| tracing::field::display(f.display())),
+        "SIGHUP: reloading the proving keys whose files changed"
+    );
+    let reloads = {
+        let backend = backend.clone();
+        tokio::task::spawn_blocking(move || backend.reload_keys(wanted.as_deref())).await
+    };
+    let Ok(reloads) = reloads else {
+        // The prover retires before it loads anything: what the list dropped is gone.
+        for &instance in &retiring {
+            state.tables.retire(instance);
+        }
+        tracing::error!(
+            retired = retiring.len(),
+            "the reload of the proving keys panicked; the loaded keys stay, and no circuit was added"
+        );
         return;
     };
-    let (mut replaced, mut refused) = (0, 0);
+    let (mut replaced, mut refused, mut added, mut retired) = (0, 0, 0, 0);
     for (instance, reload) in reloads {
         match reload {
             KeyReload::Unchanged => {}
@@ -358,7 +405,7 @@ pub async fn reload_keys<B: ProofBackend>(state: &AppState<B>) {
                 tables,
             } => {
                 replaced += 1;
-                state.metrics.key_reloaded(true);
+                state.metrics.key_reloaded(KeyReloadResult::Replaced);
                 tracing::info!(
                     circuit = %instance,
                     previous_sha256 = %hex::encode(previous),
@@ -368,14 +415,53 @@ pub async fn reload_keys<B: ProofBackend>(state: &AppState<B>) {
                     "proving key replaced: proofs that start from now on use it"
                 );
             }
+            KeyReload::Refused(why) if state.hosts(instance) => {
+                refused += 1;
+                state.metrics.key_reloaded(KeyReloadResult::Refused);
+                tracing::error!(circuit = %instance, reason = %why, "proving key not replaced: the loaded key stays");
+            }
             KeyReload::Refused(why) => {
                 refused += 1;
-                state.metrics.key_reloaded(false);
-                tracing::error!(circuit = %instance, reason = %why, "proving key not replaced: the loaded key stays");
+                state.metrics.key_reloaded(KeyReloadResult::Refused);
+                tracing::error!(circuit = %instance, reason = %why, "circuit not added: its routes answer 404");
+            }
+            KeyReload::Added { now, record } => {
+                added += 1;
+                state.metrics.key_reloaded(KeyReloadResult::Added);
+                state.metrics.host(instance);
+                state.tables.host(&backend, instance);
+                state.hosted.add(instance);
+                tracing::info!(
+                    circuit = %instance,
+                    sha256 = %hex::encode(now),
+                    origin = %record.origin,
+                    "circuit added: its routes answer from now on"
+                );
+            }
+            KeyReload::Retired { table_bytes } => {
+                retired += 1;
+                state.metrics.key_reloaded(KeyReloadResult::Retired);
+                state.tables.retire(instance);
+                tracing::info!(
+                    circuit = %instance,
+                    table_bytes,
+                    "circuit retired: its routes answer 404; its proofs in flight and queued finish"
+                );
             }
         }
     }
-    tracing::info!(replaced, refused, "SIGHUP: proving keys reloaded");
+    if retired > 0 {
+        // The retired keys' matrices and tables go once their last proofs end; what is free
+        // now goes back to the kernel now.
+        crate::malloc::release_free_memory();
+    }
+    tracing::info!(
+        replaced,
+        refused,
+        added,
+        retired,
+        "SIGHUP: proving keys reloaded"
+    );
 }
 
 /// One reload of the TLS files and the token files (see [`reload_on_sighup`]).

@@ -36,6 +36,9 @@ mod admin;
 /// Request-level refusals with the real request parser.
 mod requests;
 
+/// Circuits added and retired by a reloaded `--circuits @FILE` list.
+mod hosting;
+
 const SECRET: &str = "31415926535897932384626433832795028841971";
 const T: Duration = Duration::from_secs(20);
 

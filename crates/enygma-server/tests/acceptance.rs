@@ -2092,6 +2092,151 @@ async fn a_key_replaced_under_load_fails_no_request() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// Circuits added and retired while serving (`--circuits @FILE`, SIGHUP): two clients prove
+/// ownership-721 one request after another while the list file trades it for transfer-k2 and
+/// the server is sent SIGHUP. Every answer is a proof (200) or the 404 of a circuit not hosted,
+/// never anything else (a request checked just before the retirement is proved with the keys it
+/// holds), and no proof follows a client's first 404. transfer-k2 (a development key created
+/// as at start) proves once `/readyz` lists it; `enygma_key_info` and the reload counters
+/// follow. Then a list naming an unknown circuit: refused, and nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_circuit_retired_under_load_fails_no_request() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _serial = serial();
+    let root = std::env::temp_dir().join(format!("enygma-hosted-list-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let keys = root.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let list = root.join("circuits");
+    std::fs::write(&list, "# served here\nownership-721\n").unwrap();
+    let flag = format!("@{}", list.display());
+    let server = Server::start_in(&keys, &["--circuits", &flag, "--cache-dir", "none"]).await;
+    let addr = server.addr;
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..2u64)
+        .map(|client| {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let mut answers = Vec::new();
+                for seed in (1000 * (client + 1))..(1000 * (client + 1) + 400) {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let body = generated_dvp("ownership-721", 0, seed);
+                    let answer = post(addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                        .await
+                        .unwrap();
+                    answers.push((answer.status, answer.body));
+                }
+                answers
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + PROVE_TIMEOUT;
+    while metric(&server.metrics().await, "enygma_proofs_started_total").unwrap_or(0.0) < 3.0 {
+        assert!(Instant::now() < deadline, "fewer than 3 proofs");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    std::fs::write(&list, "transfer-k2\n").unwrap();
+    server.sighup();
+    let ready_keys = || async {
+        let ready = get(server.admin, "/readyz").await.unwrap();
+        assert_eq!(ready.status, 200, "{}", ready.body);
+        let body: serde_json::Value = serde_json::from_str(&ready.body).unwrap();
+        body["keys"].as_object().unwrap().clone()
+    };
+    let deadline = Instant::now() + PROVE_TIMEOUT;
+    let transfer_sha = loop {
+        let keys = ready_keys().await;
+        if let Some(key) = keys.get("transfer-k2") {
+            assert_eq!(keys.len(), 1, "{keys:?}");
+            break key["sha256"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "transfer-k2 was never added");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    let not_hosted = r#"{"error":"circuit ownership-721 is not hosted here"}"#;
+    let (mut proved, mut refused) = (0, 0);
+    for client in clients {
+        let answers = client.await.unwrap();
+        let first_404 = answers.iter().position(|(status, _)| *status == 404);
+        for (i, (status, body)) in answers.iter().enumerate() {
+            match status {
+                200 if first_404.is_none_or(|at| i < at) => proved += 1,
+                404 if body == not_hosted => refused += 1,
+                _ => panic!("answer {i}: {status} {body}"),
+            }
+        }
+    }
+    assert!(
+        proved >= 3 && refused >= 2,
+        "{proved} proofs, {refused} 404s"
+    );
+
+    let proof = post(
+        addr,
+        "/generateProofTransfer-2",
+        &generated("transfer-k2", 1),
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(proof.status, 200, "{}", proof.body);
+    assert_eq!(
+        proof.header("enygma-key-sha256"),
+        Some(transfer_sha.as_str())
+    );
+    let metrics = server.metrics().await;
+    for (result, count) in [("added", 1.0), ("retired", 1.0), ("refused", 0.0)] {
+        let series = format!(r#"enygma_key_reloads_total{{result="{result}"}}"#);
+        assert_eq!(metric(&metrics, &series), Some(count), "{series}");
+    }
+    let info: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("enygma_key_info{"))
+        .collect();
+    assert_eq!(info.len(), 1, "{info:?}");
+    assert!(
+        info[0].contains(r#"statement="transfer",k="2""#),
+        "{info:?}"
+    );
+
+    // A list that does not parse: refused as a whole, the hosted set as it was.
+    std::fs::write(&list, "transfer-k2\nownership-72\n").unwrap();
+    server.sighup();
+    server
+        .wait_metric(r#"enygma_key_reloads_total{result="refused"}"#, 1.0)
+        .await;
+    assert_eq!(
+        ready_keys().await.keys().collect::<Vec<_>>(),
+        ["transfer-k2"]
+    );
+    let proof = post(
+        addr,
+        "/generateProofTransfer-2",
+        &generated("transfer-k2", 2),
+        PROVE_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(proof.status, 200, "{}", proof.body);
+    let logs = server.stop();
+    for expected in [
+        "circuit added",
+        "circuit retired",
+        "line 2: unknown circuit",
+    ] {
+        assert!(
+            logs.iter().any(|l| l.contains(expected)),
+            "no {expected:?} in the log"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A server that hosts the hidden sender's transfer (named in `--circuits`; no server hosts it
 /// unprompted): the reference's own sample without `nullifier` proves, the response's public
 /// signal carries the nullifier the statement computed where the reference's sits (index 6k),

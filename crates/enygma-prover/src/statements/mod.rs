@@ -202,6 +202,16 @@ pub enum InstanceError {
     Unknown { item: String },
     #[error("empty item in the circuit list {list:?}")]
     EmptyListItem { list: String },
+    /// A circuit list file ([`resolve_list_text`]) with nothing but comments and blank lines: a
+    /// server hosting nothing is a mistake, not a configuration.
+    #[error("the circuit list names no circuit")]
+    EmptyList,
+    /// An item of a circuit list file refused, with the line it is on (1-based).
+    #[error("line {line}: {error}")]
+    AtLine {
+        line: usize,
+        error: Box<InstanceError>,
+    },
 }
 
 /// A circuit of any statement, for the generic Groth16 code (setup, matrices, witness).
@@ -556,6 +566,30 @@ pub fn resolve_list(list: &str) -> Result<Vec<Instance>, InstanceError> {
             return Err(InstanceError::EmptyListItem { list: list.into() });
         }
         chosen.extend(resolve(item)?);
+    }
+    Ok(all_instances().filter(|i| chosen.contains(i)).collect())
+}
+
+/// A circuit list as a file holds it (`enygma-server --circuits @FILE`): lines of
+/// [`resolve_list`] items, `#` to the end of a line a comment, blank lines ignored; the union
+/// of the lines, in registry order without duplicates. An error names the line; a file that
+/// names no circuit is an error.
+pub fn resolve_list_text(text: &str) -> Result<Vec<Instance>, InstanceError> {
+    let mut chosen = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split_once('#').map_or(line, |(items, _comment)| items);
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let items = resolve_list(line).map_err(|error| InstanceError::AtLine {
+            line: i + 1,
+            error: Box::new(error),
+        })?;
+        chosen.extend(items);
+    }
+    if chosen.is_empty() {
+        return Err(InstanceError::EmptyList);
     }
     Ok(all_instances().filter(|i| chosen.contains(i)).collect())
 }
@@ -915,6 +949,30 @@ mod tests {
         assert_eq!(
             instance("deposit", Some(1)).unwrap_err().to_string(),
             "k value not supported: must be between 2 and 6"
+        );
+    }
+
+    /// A list file: lines of list items, comments and blank lines; the union in registry order.
+    /// An unknown item or an empty one names its line; comments alone name no circuit.
+    #[test]
+    fn circuit_list_files_take_lines_and_comments() {
+        let text = "# hosted on this pool\ntransfer-k2\n\n  ownership-721 # NFTs\ndeposit-k2, transfer-k2\n";
+        assert_eq!(
+            stems(&resolve_list_text(text).unwrap()),
+            ["transfer-k2", "deposit-k2", "ownership-721"]
+        );
+        let err = resolve_list_text("transfer-k2\n# next\ntransfer-k9\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("line 3: unknown circuit \"transfer-k9\""),
+            "{err}"
+        );
+        let err = resolve_list_text("transfer-k2,\n").unwrap_err().to_string();
+        assert!(err.starts_with("line 1: empty item"), "{err}");
+        assert_eq!(
+            resolve_list_text("# nothing\n\n").unwrap_err(),
+            InstanceError::EmptyList
         );
     }
 

@@ -65,9 +65,14 @@ pub struct Args {
 
     /// The circuits this server hosts, comma-separated: key stems (transfer-k6) or statement
     /// names (deposit: every k). Only their keys are loaded and only their routes answer (the
-    /// others 404); /readyz waits for them only [default: every statement and k but the
-    /// hidden-sender payments, which are hosted only when named].
-    #[arg(help_heading = H_KEYS, long, env = "ENYGMA_CIRCUITS", value_name = "LIST", value_parser = parse_circuits)]
+    /// others 404); /readyz waits for them only. `@FILE`: the list is read from FILE (items
+    /// separated by commas or newlines, `#` comments), and read again on every SIGHUP: circuits
+    /// added to it are loaded and checked as at start (--require-keys,
+    /// --require-ceremony-keys), circuits removed are retired (their routes 404, their proofs
+    /// in flight and queued finish); a file that does not parse changes nothing. A plain LIST
+    /// is fixed until a restart [default: every statement and k but the hidden-sender payments,
+    /// which are hosted only when named].
+    #[arg(help_heading = H_KEYS, long, env = "ENYGMA_CIRCUITS", value_name = "LIST|@FILE", value_parser = parse_circuits)]
     pub circuits: Option<CircuitList>,
 
     /// Refuse to start when a proving key of a hosted circuit is missing, instead of creating
@@ -366,12 +371,29 @@ fn parse_precompute(s: &str) -> Result<Precompute, String> {
 
 /// A `--circuits` list, resolved against the statement registry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CircuitList(pub Vec<Instance>);
+pub struct CircuitList {
+    pub instances: Vec<Instance>,
+    /// `@FILE`: where the list was read, to be read again on SIGHUP.
+    pub file: Option<PathBuf>,
+}
 
-/// Parses `--circuits`; an unknown item is an error that lists the valid ones.
+/// Parses `--circuits`: a list, or `@FILE` read now (the start's list). An unknown item is an
+/// error that lists the valid ones; an unreadable file or a bad line names the file (and the
+/// line).
 fn parse_circuits(s: &str) -> Result<CircuitList, String> {
+    if let Some(file) = s.strip_prefix('@') {
+        let file = PathBuf::from(file);
+        let instances = crate::hosting::read_list_file(&file)?;
+        return Ok(CircuitList {
+            instances,
+            file: Some(file),
+        });
+    }
     statements::resolve_list(s)
-        .map(CircuitList)
+        .map(|instances| CircuitList {
+            instances,
+            file: None,
+        })
         .map_err(|e| e.to_string())
 }
 
@@ -379,9 +401,15 @@ impl Args {
     /// The statement instances to host: `--circuits`, else all of them.
     pub(crate) fn hosted(&self) -> Vec<Instance> {
         match &self.circuits {
-            Some(CircuitList(list)) => list.clone(),
+            Some(list) => list.instances.clone(),
             None => statements::instances().collect(),
         }
+    }
+
+    /// The hosted list's file (`--circuits @FILE`), read again on SIGHUP; none: the list is
+    /// fixed.
+    pub(crate) fn hosted_file(&self) -> Option<PathBuf> {
+        self.circuits.as_ref().and_then(|list| list.file.clone())
     }
 
     /// Where matrices and tables are kept between runs (`--cache-dir`), or none.

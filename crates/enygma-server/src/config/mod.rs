@@ -40,8 +40,10 @@ pub struct Config {
     /// The admin listener's (`--admin-bind`).
     pub admin_bind: AdminBind,
     pub keys_dir: PathBuf,
-    /// The statement instances served (`--circuits`, else all).
+    /// The statement instances served at start (`--circuits`, else all).
     pub hosted: Vec<Instance>,
+    /// `--circuits @FILE`: the file the hosted list is read from again on SIGHUP.
+    pub hosted_file: Option<PathBuf>,
     /// The hosted instances whose MSM tables are built at key load (`--precompute`).
     pub precomputed: Vec<Instance>,
     /// Where matrices and tables are kept between runs (`--cache-dir`), or none.
@@ -77,6 +79,7 @@ impl Config {
             admin_bind: args.admin_bind,
             keys_dir: args.keys_dir.clone(),
             hosted: args.hosted(),
+            hosted_file: args.hosted_file(),
             tables: args.tables(precomputed.clone()),
             precomputed,
             cache_dir: args.cache_dir(),

@@ -264,6 +264,48 @@ fn circuits_and_require_keys() {
     );
 }
 
+/// `--circuits @FILE`: the list read from the file now, the file kept for the reloads; a plain
+/// list has none. A file that cannot be read or does not parse stops the start naming the flag,
+/// the file and the line.
+#[test]
+fn circuits_from_a_list_file() {
+    let dir = std::env::temp_dir().join(format!("enygma-circuits-flag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("circuits");
+    std::fs::write(&file, "# pool A\nwithdraw-k2\ntransfer-k6 # hot\n").unwrap();
+    let flag = format!("@{}", file.display());
+    let args = Args::try_parse_from(["enygma-server", "--circuits", &flag]).unwrap();
+    let stems: Vec<String> = args.hosted().iter().map(Instance::key_stem).collect();
+    assert_eq!(stems, ["transfer-k6", "withdraw-k2"]);
+    assert_eq!(args.hosted_file(), Some(file.clone()));
+    let plain = Args::try_parse_from(["enygma-server", "--circuits", "transfer-k6"]).unwrap();
+    assert_eq!(plain.hosted_file(), None);
+
+    std::fs::write(&file, "transfer-k6\ntransfer-k9\n").unwrap();
+    let err = Args::try_parse_from(["enygma-server", "--circuits", &flag])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--circuits"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the circuit list file {}: line 2: unknown circuit \"transfer-k9\"",
+            file.display()
+        )),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let err = Args::try_parse_from(["enygma-server", "--circuits", &flag])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "cannot read the circuit list file {}",
+            file.display()
+        )),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_cache_is_kept_beside_the_keys_unless_told_otherwise() {
     let dir = |flags: &[&str]| {

@@ -57,8 +57,13 @@ label_values! {
     KeyReloadResult {
         /// Loaded, checked and switched to.
         Replaced => "replaced",
-        /// Refused: the loaded key stays.
+        /// Refused: the loaded key stays; for a circuit added to the hosted list, it is not
+        /// hosted. A hosted list file that cannot be read refuses the whole reload: one count.
         Refused => "refused",
+        /// A circuit added to the hosted list file (`--circuits @FILE`), its keys loaded.
+        Added => "added",
+        /// A circuit gone from the hosted list file, no longer hosted.
+        Retired => "retired",
     }
 }
 

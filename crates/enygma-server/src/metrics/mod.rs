@@ -36,13 +36,15 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use labels::{
-    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, KeyReloadLabels, KeyReloadResult,
-    QueueLabels, RequestLabels, TableBuildLabels, TableProofLabels, TableUse, K,
+    AuthLabels, BuildLabels, InstanceLabels, KeyLabels, KeyReloadLabels, QueueLabels,
+    RequestLabels, TableBuildLabels, TableProofLabels, TableUse, K,
 };
 use scraped::{AdmissionCounters, CallerShares, KeyInfo, ServiceState};
 
 pub use idempotency::IdempotencyFamilies;
-pub use labels::{AuthFailure, AuthScope, BuildOutcome, EvictionReason, QueueKind};
+pub use labels::{
+    AuthFailure, AuthScope, BuildOutcome, EvictionReason, KeyReloadResult, QueueKind,
+};
 pub use scraped::{CallerShare, ConnectionCounters, QueueCounters, QueueGauges};
 
 /// The `Content-Type` of `/metrics`: the Prometheus text format, version 0.0.4.
@@ -73,8 +75,11 @@ type Amount = Gauge<u64, AtomicU64>;
 pub struct Metrics {
     /// The families below and the collectors over the atomics of the queues and connections.
     registry: Registry,
-    /// The statement instances this server hosts: the only ones with proof and table series.
-    hosted: Vec<Instance>,
+    /// The statement instances this server hosts or hosted since it started: the only ones
+    /// with proof and table series. An instance added while serving ([`Metrics::host`]) gets
+    /// its series then; a retired one keeps them (its counters keep their totals, and the
+    /// proofs it still had running are counted), its tables' bytes at zero.
+    hosted: std::sync::RwLock<Vec<Instance>>,
     requests: Family<RequestLabels, Counter>,
     queue: Arc<AdmissionCounters>,
     queue_wait: Histograms<QueueLabels>,
@@ -127,7 +132,7 @@ impl Metrics {
     pub fn for_instances(hosted: &[Instance]) -> Self {
         let metrics = Metrics {
             registry: Registry::default(),
-            hosted: hosted.to_vec(),
+            hosted: std::sync::RwLock::new(hosted.to_vec()),
             requests: Family::default(),
             queue: Arc::default(),
             queue_wait: Family::new_with_constructor(|| {
@@ -172,7 +177,12 @@ impl Metrics {
         for queue in QueueKind::ALL {
             self.queue_wait.get_or_create_owned(&QueueLabels { queue });
         }
-        for result in [KeyReloadResult::Replaced, KeyReloadResult::Refused] {
+        for result in [
+            KeyReloadResult::Replaced,
+            KeyReloadResult::Refused,
+            KeyReloadResult::Added,
+            KeyReloadResult::Retired,
+        ] {
             self.key_reloads
                 .get_or_create_owned(&KeyReloadLabels { result });
         }
@@ -182,32 +192,62 @@ impl Metrics {
                     .get_or_create_owned(&AuthLabels { scope, reason });
             }
         }
-        for &instance in &self.hosted {
-            let labels = InstanceLabels::from(instance);
-            self.witness_seconds.get_or_create_owned(&labels);
-            self.prove_seconds.get_or_create_owned(&labels);
-            let t = &self.tables;
-            t.bytes.get_or_create_owned(&labels);
-            t.evictions.get_or_create_owned(&labels);
-            t.builds_started.get_or_create_owned(&labels);
-            for tables in [TableUse::Hit, TableUse::Miss] {
-                t.proofs.get_or_create_owned(&TableProofLabels {
-                    instance: labels.clone(),
-                    tables,
-                });
-            }
-            for outcome in [
-                BuildOutcome::Built,
-                BuildOutcome::Read,
-                BuildOutcome::Failed,
-            ] {
-                t.builds_finished.get_or_create_owned(&TableBuildLabels {
-                    instance: labels.clone(),
-                    outcome,
-                });
-            }
-            t.build_seconds.get_or_create_owned(&labels);
+        for instance in self.hosted_now() {
+            self.initialise_instance(instance);
         }
+    }
+
+    /// The instances with series, as they are now.
+    fn hosted_now(&self) -> Vec<Instance> {
+        self.hosted
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// An instance hosted from now on (added while serving): its series start at zero.
+    pub fn host(&self, instance: Instance) {
+        {
+            let mut hosted = self.hosted.write().unwrap_or_else(|e| e.into_inner());
+            if hosted.contains(&instance) {
+                return;
+            }
+            hosted.push(instance);
+        }
+        self.initialise_instance(instance);
+    }
+
+    /// An instance no longer hosted: its tables were dropped.
+    pub fn retire(&self, instance: Instance) {
+        self.table_bytes(instance, 0);
+    }
+
+    /// Creates the series of one instance.
+    fn initialise_instance(&self, instance: Instance) {
+        let labels = InstanceLabels::from(instance);
+        self.witness_seconds.get_or_create_owned(&labels);
+        self.prove_seconds.get_or_create_owned(&labels);
+        let t = &self.tables;
+        t.bytes.get_or_create_owned(&labels);
+        t.evictions.get_or_create_owned(&labels);
+        t.builds_started.get_or_create_owned(&labels);
+        for tables in [TableUse::Hit, TableUse::Miss] {
+            t.proofs.get_or_create_owned(&TableProofLabels {
+                instance: labels.clone(),
+                tables,
+            });
+        }
+        for outcome in [
+            BuildOutcome::Built,
+            BuildOutcome::Read,
+            BuildOutcome::Failed,
+        ] {
+            t.builds_finished.get_or_create_owned(&TableBuildLabels {
+                instance: labels.clone(),
+                outcome,
+            });
+        }
+        t.build_seconds.get_or_create_owned(&labels);
     }
 
     /// Registers the families above and the collectors over the atomics of the queues and
@@ -332,6 +372,8 @@ impl Metrics {
     /// The label set of `instance`'s series, if this server hosts it (others are not counted).
     fn hosted(&self, instance: Instance) -> Option<InstanceLabels> {
         self.hosted
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
             .contains(&instance)
             .then(|| InstanceLabels::from(instance))
     }
@@ -389,13 +431,8 @@ impl Metrics {
         }
     }
 
-    /// Counts a changed proving key file a reload replaced, or refused.
-    pub fn key_reloaded(&self, replaced: bool) {
-        let result = if replaced {
-            KeyReloadResult::Replaced
-        } else {
-            KeyReloadResult::Refused
-        };
+    /// Counts what a reload did with one circuit's keys (or a list file it refused).
+    pub fn key_reloaded(&self, result: KeyReloadResult) {
         self.key_reloads
             .get_or_create(&KeyReloadLabels { result })
             .inc();

@@ -81,6 +81,22 @@ impl<B: ProofBackend> TableCache<B> {
         *self.policy() = policy;
     }
 
+    /// An instance hosted from now on (added while serving): its tables follow the traffic like
+    /// any other's. `--precompute` pins only the instances hosted at start: they are built
+    /// before the service is ready, and an added instance must not wait for its tables.
+    pub(crate) fn host(&self, backend: &B, instance: Instance) {
+        if let Some(bytes) = backend.table_bytes(instance) {
+            self.policy().add(instance, bytes as u64, false);
+        }
+    }
+
+    /// An instance no longer hosted, whose tables the backend dropped: it leaves the policy,
+    /// and its bytes leave the budget.
+    pub(crate) fn retire(&self, instance: Instance) {
+        self.policy().remove(instance);
+        self.metrics.retire(instance);
+    }
+
     #[cfg(test)]
     pub(crate) fn state(&self, instance: Instance) -> Option<super::policy::TableState> {
         self.policy().state(instance)
@@ -179,11 +195,16 @@ fn run_build<B: ProofBackend>(
         _ => BuildOutcome::Failed,
     };
     let ok = outcome != BuildOutcome::Failed;
-    policy
+    let hosted = policy
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .built(instance, ok);
     metrics.table_build_finished(instance, elapsed, outcome);
+    if !hosted {
+        // Retired during the build: the tables went to keys no longer hosted, freed with them.
+        tracing::info!(circuit = %instance, "precomputed MSM tables built for a circuit retired meanwhile: dropped");
+        return;
+    }
     if ok {
         metrics.table_bytes(instance, build.bytes);
         let how = if outcome == BuildOutcome::Read {

@@ -166,16 +166,25 @@ impl TablePolicy {
         })
     }
 
-    /// The build of `instance` ended: its tables are resident, or it goes on without.
-    pub(crate) fn built(&mut self, instance: Instance, ok: bool) {
-        if let Some(e) = self.entry_mut(instance) {
-            if e.state == TableState::Building {
-                e.state = if ok {
-                    TableState::Resident
-                } else {
-                    TableState::Failed
-                };
-            }
+    /// The build of `instance` ended: its tables are resident, or it goes on without. Returns
+    /// whether the instance is still in the policy (not retired during the build).
+    pub(crate) fn built(&mut self, instance: Instance, ok: bool) -> bool {
+        let Some(e) = self.entry_mut(instance) else {
+            return false;
+        };
+        if e.state == TableState::Building {
+            e.state = if ok {
+                TableState::Resident
+            } else {
+                TableState::Failed
+            };
         }
+        true
+    }
+
+    /// `instance` is no longer hosted: its tables no longer count (they were dropped) and it
+    /// is never built again, unless added anew. A build of it that runs on goes to waste.
+    pub(crate) fn remove(&mut self, instance: Instance) {
+        self.entries.retain(|e| e.instance != instance);
     }
 }

@@ -65,6 +65,35 @@ fn builds_after_the_second_proof_one_at_a_time() {
     assert_eq!(p.proved(k6), None, "resident");
 }
 
+/// A retired instance leaves the policy: its bytes leave the budget (pinned ones too), its
+/// proofs call for no build, and a build of it that ends meanwhile says it is gone. Added again,
+/// it starts afresh, unpinned.
+#[test]
+fn a_retired_instance_leaves_the_budget_and_is_never_built() {
+    let mut p = TablePolicy::new(1000, 2);
+    let (k6, k2) = (inst("transfer-k6"), inst("transfer-k2"));
+    p.add(k6, 600, true);
+    p.add(k2, 500, false);
+    assert_eq!(p.proved(k2), None);
+    assert_eq!(p.proved(k2), None, "600 pinned + 500 is over the budget");
+    assert_eq!(p.state(k2), Some(TableState::TooLarge));
+    p.remove(k6);
+    p.remove(k2);
+    assert_eq!(p.used_bytes(), 0);
+    assert_eq!(p.state(k6), None);
+    assert_eq!(p.proved(k6), None);
+    p.add(k2, 500, false);
+    assert_eq!(p.proved(k2), None);
+    assert_eq!(
+        p.proved(k2).map(|b| b.instance),
+        Some(k2),
+        "fits without the pinned"
+    );
+    p.remove(k2);
+    assert!(!p.built(k2, true), "retired during its build");
+    assert_eq!(p.used_bytes(), 0);
+}
+
 #[test]
 fn evicts_the_least_recently_proved_to_stay_within_the_budget() {
     let sizes = [
