@@ -78,13 +78,14 @@ pub(crate) fn prefetch<T>(item: &T) {
     }
 }
 
-/// Buckets as arkworks affine points (the identity marks an empty one).
+/// Buckets as arkworks affine points (an empty one holds the identity).
 pub(crate) struct AffineBuckets<P: SWCurveConfig> {
     buckets: Vec<Affine<P>>,
     /// Whether a bucket holds a point, one byte per bucket. Scheduling an addition asks this
-    /// of a random bucket, and a group of narrow windows keeps some 45,000 G1 buckets (3 MiB,
-    /// more than a core's L2 cache): reading the bucket itself there took a fifth of a scalar
-    /// MSM's time, waiting for memory. The bucket is prefetched instead ([`prefetch`]).
+    /// of a random bucket, and a group of narrow windows keeps tens of thousands of buckets
+    /// (1.7 MiB of G1 buckets for 2^15 points, more than a core's L2 cache): reading the bucket
+    /// itself there took a fifth of a scalar MSM's time, waiting for memory. The bucket is
+    /// prefetched instead ([`prefetch`]).
     filled: Vec<bool>,
     /// Per addition of the batch: its denominator (1 when exceptional), the product of the
     /// denominators before it, and whether it is exceptional.
