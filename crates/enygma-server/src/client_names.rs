@@ -218,11 +218,28 @@ mod tests {
         params.self_signed(&key).unwrap().der().clone()
     }
 
-    fn file(name: &str, content: &str) -> std::path::PathBuf {
+    /// A names file in the temporary directory, deleted when dropped.
+    struct NamesFile(std::path::PathBuf);
+
+    impl std::ops::Deref for NamesFile {
+        type Target = std::path::Path;
+
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for NamesFile {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    fn file(name: &str, content: &str) -> NamesFile {
         let path =
             std::env::temp_dir().join(format!("enygma-client-names-{name}-{}", std::process::id()));
         std::fs::write(&path, content).unwrap();
-        path
+        NamesFile(path)
     }
 
     #[test]
