@@ -774,6 +774,20 @@ fn bytes_of(prover: &Prover, instance: Instance) -> usize {
     prover.circuit(instance).unwrap().precomputed_table_bytes()
 }
 
+/// A reload's acceptance rule that takes every key.
+fn accept_all(_: Instance, _: &keys::KeyRecord) -> Result<(), String> {
+    Ok(())
+}
+
+/// A reload's acceptance rule that takes ceremony keys only, as `--require-ceremony-keys`.
+fn only_ceremony(_: Instance, record: &keys::KeyRecord) -> Result<(), String> {
+    if record.origin.is_ceremony() {
+        Ok(())
+    } else {
+        Err("not a ceremony key".to_string())
+    }
+}
+
 /// A reload replaces only a key whose file changed, and only once it is loaded and accepted: a
 /// key refused by the caller's rule, or a file that is no key, leaves the loaded key; a replaced
 /// key gets tables before the switch when the old one had them; what a proof took before the
@@ -786,14 +800,6 @@ fn a_reload_replaces_changed_keys_once_loaded_and_accepted() {
     let dir = std::env::temp_dir().join(format!("enygma-key-reload-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let prover = Prover::load(&dir, &[owner], keys::MissingKeys::Create).unwrap();
-    let accept_all = |_: Instance, _: &KeyRecord| Ok(());
-    let only_ceremony = |_: Instance, record: &KeyRecord| {
-        if record.origin.is_ceremony() {
-            Ok(())
-        } else {
-            Err("not a ceremony key".to_string())
-        }
-    };
     let reload = |accept: &dyn Fn(Instance, &KeyRecord) -> Result<(), String>| {
         let mut all = prover.reload_keys(&dir, accept);
         assert_eq!(all.len(), 1);
@@ -869,14 +875,6 @@ fn a_hosted_reload_adds_and_retires_instances() {
     let prover = Prover::load(&dir, &[owner], MissingKeys::Create).unwrap();
     prover.build_tables(owner).unwrap();
     let owner_sha = prover.circuit(owner).unwrap().key_sha256;
-    let accept_all = |_: Instance, _: &KeyRecord| Ok(());
-    let only_ceremony = |_: Instance, record: &KeyRecord| {
-        if record.origin.is_ceremony() {
-            Ok(())
-        } else {
-            Err("not a ceremony key".to_string())
-        }
-    };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
     let body = owner
         .generate(&statements::RequestSpec::default(), &mut rng)

@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -1419,6 +1420,36 @@ fn generated_dvp(name: &str, index: usize, seed: u64) -> Vec<u8> {
     serde_json::to_vec(&body).unwrap()
 }
 
+/// Two clients proving ownership-721 one request after another (distinct generated requests,
+/// at most `per_client` each) until `stop` is set; each returns its answers in order.
+fn ownership_clients(
+    addr: SocketAddr,
+    stop: &Arc<AtomicBool>,
+    per_client: u64,
+) -> Vec<tokio::task::JoinHandle<Vec<Resp>>> {
+    (0..2u64)
+        .map(|client| {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let first = 1000 * (client + 1);
+                let mut answers = Vec::new();
+                for seed in first..first + per_client {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let body = generated_dvp("ownership-721", 0, seed);
+                    answers.push(
+                        post(addr, "/ownership-721", &body, PROVE_TIMEOUT)
+                            .await
+                            .unwrap(),
+                    );
+                }
+                answers
+            })
+        })
+        .collect()
+}
+
 /// The public inputs the service computes for a request, in `public_signal`'s order.
 fn expected_public_signal(name: &str, body: &[u8]) -> Vec<String> {
     let instance = enygma_prover::statements::by_stem(name).unwrap();
@@ -1932,7 +1963,6 @@ async fn tables_are_built_for_the_instance_that_receives_proofs() {
 async fn a_key_replaced_under_load_fails_no_request() {
     use enygma_prover::keys::{self, KeyOrigin, KeyPaths, KeyRecord};
     use enygma_prover::{parse_proof_response, statements, MissingKeys, Prover};
-    use std::sync::atomic::{AtomicBool, Ordering};
     let _serial = serial();
     let root = std::env::temp_dir().join(format!("enygma-key-reload-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
@@ -1971,26 +2001,7 @@ async fn a_key_replaced_under_load_fails_no_request() {
     .await;
     let addr = server.addr;
     let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = (0..2u64)
-        .map(|client| {
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                let mut answers = Vec::new();
-                for seed in (1000 * (client + 1))..(1000 * (client + 1) + 200) {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let body = generated_dvp("ownership-721", 0, seed);
-                    answers.push(
-                        post(addr, "/ownership-721", &body, PROVE_TIMEOUT)
-                            .await
-                            .unwrap(),
-                    );
-                }
-                answers
-            })
-        })
-        .collect();
+    let clients = ownership_clients(addr, &stop, 200);
     let proofs_started =
         || async { metric(&server.metrics().await, "enygma_proofs_started_total").unwrap_or(0.0) };
     let wait_for_proofs = |at_least: f64| async move {
@@ -2101,7 +2112,6 @@ async fn a_key_replaced_under_load_fails_no_request() {
 /// follow. Then a list naming an unknown circuit: refused, and nothing changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_circuit_retired_under_load_fails_no_request() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     let _serial = serial();
     let root = std::env::temp_dir().join(format!("enygma-hosted-list-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
@@ -2113,25 +2123,7 @@ async fn a_circuit_retired_under_load_fails_no_request() {
     let server = Server::start_in(&keys, &["--circuits", &flag, "--cache-dir", "none"]).await;
     let addr = server.addr;
     let stop = Arc::new(AtomicBool::new(false));
-    let clients: Vec<_> = (0..2u64)
-        .map(|client| {
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                let mut answers = Vec::new();
-                for seed in (1000 * (client + 1))..(1000 * (client + 1) + 400) {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let body = generated_dvp("ownership-721", 0, seed);
-                    let answer = post(addr, "/ownership-721", &body, PROVE_TIMEOUT)
-                        .await
-                        .unwrap();
-                    answers.push((answer.status, answer.body));
-                }
-                answers
-            })
-        })
-        .collect();
+    let clients = ownership_clients(addr, &stop, 400);
     let deadline = Instant::now() + PROVE_TIMEOUT;
     while metric(&server.metrics().await, "enygma_proofs_started_total").unwrap_or(0.0) < 3.0 {
         assert!(Instant::now() < deadline, "fewer than 3 proofs");
@@ -2162,8 +2154,8 @@ async fn a_circuit_retired_under_load_fails_no_request() {
     let (mut proved, mut refused) = (0, 0);
     for client in clients {
         let answers = client.await.unwrap();
-        let first_404 = answers.iter().position(|(status, _)| *status == 404);
-        for (i, (status, body)) in answers.iter().enumerate() {
+        let first_404 = answers.iter().position(|answer| answer.status == 404);
+        for (i, Resp { status, body, .. }) in answers.iter().enumerate() {
             match status {
                 200 if first_404.is_none_or(|at| i < at) => proved += 1,
                 404 if body == not_hosted => refused += 1,
