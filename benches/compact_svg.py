@@ -6,7 +6,15 @@ own, one per line of the file: more than half the bytes of benches/results/. Her
 consecutive `<line>` elements with the same opacity, stroke and width becomes one `<path>` of
 their segments (`M x1 y1 L x2 y2 ...`), and nothing else changes. The one visible difference:
 where two grid lines of one run cross, the crossing is no darker than the lines (a path is
-painted once). Usage: benches/compact_svg.py FILE.svg... (rewritten in place; prints the bytes
+painted once). Each polyline also drops the points that draw no pixel of their own: on the
+integer grid the charts use, a run of points in one column is drawn as the segment from its
+least to its greatest y, so only the run's first, least, greatest and last points are kept, in
+their order. And the attributes that say the default or repeat the root's go: `opacity="1"`, a
+text's `fill="#000000"`, a rectangle's `stroke="none"`,
+and every text's `font-family="sans-serif"` (set once on the root, whence it is inherited);
+font sizes keep two decimals (hundredths of a pixel). Consecutive polylines of the same
+attributes (the axes' ticks, the series' segments) become one path of their point lists.
+Usage: benches/compact_svg.py FILE.svg... (rewritten in place; prints the bytes
 saved)."""
 import re
 import sys
@@ -43,11 +51,81 @@ def compact(text: str) -> str:
     return "".join(out)
 
 
+POINTS = re.compile(r'(<polyline [^>]*points=")([^"]*)(")')
+
+
+def column_extremes(points: str) -> str:
+    """The points of a polyline that draw something: per run of points in one column, its first,
+    lowest, highest and last, in the order drawn."""
+    pts = [tuple(p.split(",")) for p in points.split()]
+    kept, start = [], 0
+    while start < len(pts):
+        end = start
+        while end < len(pts) and pts[end][0] == pts[start][0]:
+            end += 1
+        run = list(range(start, end))
+        try:
+            ys = [float(pts[i][1]) for i in run]
+        except ValueError:
+            return points
+        low = run[ys.index(min(ys))]
+        high = run[ys.index(max(ys))]
+        for i in sorted({start, low, high, end - 1}):
+            if not kept or kept[-1] != pts[i]:
+                kept.append(pts[i])
+        start = end
+    return " ".join(",".join(p) for p in kept)
+
+
+def thin_polylines(text: str) -> str:
+    return POINTS.sub(lambda m: m.group(1) + column_extremes(m.group(2)) + m.group(3), text)
+
+
+POLYLINES = re.compile(r'(?:<polyline ([^>]*?) points="([^"]*)"/>\n)+')
+ONE_POLYLINE = re.compile(r'<polyline ([^>]*?) points="([^"]*)"/>\n')
+
+
+def merge_polylines(text: str) -> str:
+    def merge(run: re.Match) -> str:
+        out, attrs, parts = [], None, []
+
+        def flush():
+            if parts:
+                out.append(f'<path {attrs} d="{"".join(parts)}"/>\n')
+                parts.clear()
+
+        for m in ONE_POLYLINE.finditer(run.group(0)):
+            if m.group(1) != attrs:
+                flush()
+                attrs = m.group(1)
+            pts = m.group(2).split()
+            parts.append("M" + pts[0].replace(",", " ") + "".join("L" + p.replace(",", " ") for p in pts[1:]))
+        flush()
+        # A lone polyline stays as it was.
+        return run.group(0) if len(out) == len(ONE_POLYLINE.findall(run.group(0))) else "".join(out)
+
+    return POLYLINES.sub(merge, text)
+
+
+FONT_SIZE = re.compile(r'font-size="(\d+\.\d{3,})"')
+
+
+def plain_attributes(text: str) -> str:
+    text = text.replace(' opacity="1"', "")
+    text = re.sub(r'(<text [^>]*) fill="#000000"', r"\1", text)
+    text = re.sub(r'(<rect [^>]*) stroke="none"', r"\1", text)
+    text = FONT_SIZE.sub(lambda m: f'font-size="{round(float(m.group(1)), 2)}"', text)
+    if ' font-family="sans-serif"' in text and text.startswith("<svg "):
+        text = text.replace(' font-family="sans-serif"', "")
+        text = text.replace("<svg ", '<svg font-family="sans-serif" ', 1)
+    return text
+
+
 saved = 0
 for name in sys.argv[1:]:
     with open(name, encoding="utf-8") as f:
         text = f.read()
-    new = compact(text)
+    new = plain_attributes(merge_polylines(thin_polylines(compact(text))))
     if new != text:
         with open(name, "w", encoding="utf-8") as f:
             f.write(new)

@@ -17,6 +17,12 @@ step() { echo "==== [$(date -u +%T), ${SECONDS}s] $*" >&2; }
 # as errors.
 step "lints"
 cargo fmt --all --check
+# benches/results/ keeps summaries, raw output packed (benches/results/README.md): at most 10 MB.
+results_bytes=$(git ls-files -z benches/results | xargs -0 stat -c %s | awk '{s += $1} END {print s}')
+[ "$results_bytes" -le 10000000 ] || {
+    echo "benches/results/ holds $results_bytes bytes, over 10 MB: pack the new run (benches/pack_raw.sh)" >&2
+    exit 1
+}
 python3 scripts/module-cycles.py crates/enygma-server crates/enygma-loadgen crates/enygma-msm
 cargo clippy --workspace --all-targets -- -D warnings
 # The measurement-only code (enygma-prover's `bench` feature: examples/proof_phases.rs).
