@@ -7,10 +7,11 @@ use ark_ec::{
 };
 use ark_ff::{Field, Zero};
 
+use crate::curve::Curve;
 use crate::reduce::reduce_runs_batch_affine;
 
 /// Where a window's bucket sums live and how a batch of additions into them is computed.
-pub(crate) trait BucketStore<P: SWCurveConfig> {
+pub(crate) trait BucketStore<P: Curve> {
     fn len(&self) -> usize;
     fn is_empty_bucket(&self, bucket: usize) -> bool;
     /// Asks for the bucket's memory ahead of its batch (a hint; nothing by default).
@@ -79,7 +80,7 @@ pub(crate) fn prefetch<T>(item: &T) {
 }
 
 /// Buckets as arkworks affine points (an empty one holds the identity).
-pub(crate) struct AffineBuckets<P: SWCurveConfig> {
+pub(crate) struct AffineBuckets<P: Curve> {
     buckets: Vec<Affine<P>>,
     /// Whether a bucket holds a point, one byte per bucket. Scheduling an addition asks this
     /// of a random bucket, and a group of narrow windows keeps tens of thousands of buckets
@@ -94,7 +95,7 @@ pub(crate) struct AffineBuckets<P: SWCurveConfig> {
     exceptional: Vec<bool>,
 }
 
-impl<P: SWCurveConfig> AffineBuckets<P> {
+impl<P: Curve> AffineBuckets<P> {
     pub(crate) fn new(buckets: usize) -> Self {
         Self {
             buckets: vec![Affine::identity(); buckets],
@@ -106,7 +107,7 @@ impl<P: SWCurveConfig> AffineBuckets<P> {
     }
 }
 
-impl<P: SWCurveConfig> BucketStore<P> for AffineBuckets<P> {
+impl<P: Curve> BucketStore<P> for AffineBuckets<P> {
     fn len(&self) -> usize {
         self.buckets.len()
     }
@@ -139,23 +140,23 @@ impl<P: SWCurveConfig> BucketStore<P> for AffineBuckets<P> {
                 denominator
             };
             self.prefix.push(product);
-            product *= denominator;
+            product = P::product(&product, &denominator);
             self.denominators.push(denominator);
             self.exceptional.push(exceptional);
         }
         let mut inverse = product.inverse().expect("denominators are non-zero");
         for (i, (bucket, point)) in batch.iter().enumerate().rev() {
-            let inv_i = inverse * self.prefix[i];
-            inverse *= self.denominators[i];
+            let inv_i = P::product(&inverse, &self.prefix[i]);
+            inverse = P::product(&inverse, &self.denominators[i]);
             let b = *bucket as usize;
             if self.exceptional[i] {
                 overflow[b] += point;
                 continue;
             }
             let q = self.buckets[b];
-            let lambda = (point.y - q.y) * inv_i;
+            let lambda = P::product(&(point.y - q.y), &inv_i);
             let x = lambda.square() - q.x - point.x;
-            let y = lambda * (q.x - x) - q.y;
+            let y = P::product(&lambda, &(q.x - x)) - q.y;
             self.buckets[b] = Affine::new_unchecked(x, y);
         }
     }
@@ -166,7 +167,7 @@ impl<P: SWCurveConfig> BucketStore<P> for AffineBuckets<P> {
 }
 
 #[cfg(test)]
-impl<P: SWCurveConfig> AffineBuckets<P> {
+impl<P: Curve> AffineBuckets<P> {
     pub(crate) fn buckets_for_tests(&self) -> &[Affine<P>] {
         &self.buckets
     }

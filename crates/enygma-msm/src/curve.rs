@@ -14,6 +14,14 @@ pub trait Curve: SWCurveConfig<ScalarField = Fr> {
     #[cfg(target_arch = "x86_64")]
     #[doc(hidden)]
     type Lanes: LaneField<Element = Self::BaseField>;
+
+    /// `a · b` in the base field as the scalar path's bucket additions compute it: arkworks'
+    /// product for Fq (assembly), [`crate::fq2::mul`] for Fq2.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn product(a: &Self::BaseField, b: &Self::BaseField) -> Self::BaseField {
+        *a * b
+    }
 }
 
 impl Curve for g1::Config {
@@ -24,6 +32,11 @@ impl Curve for g1::Config {
 impl Curve for g2::Config {
     #[cfg(target_arch = "x86_64")]
     type Lanes = ifma::Fq2x8;
+
+    #[inline(always)]
+    fn product(a: &Self::BaseField, b: &Self::BaseField) -> Self::BaseField {
+        crate::fq2::mul(a, b)
+    }
 }
 
 /// The field arithmetic of the bucket additions.

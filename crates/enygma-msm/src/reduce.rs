@@ -14,6 +14,8 @@ use ark_ec::{
 };
 use ark_ff::{Field, Zero};
 
+use crate::curve::Curve;
+
 /// Segments advanced together: enough additions per inversion (~330 multiplications) to make
 /// its share small, few enough to keep the per-segment combination cheap.
 const LANES: usize = 256;
@@ -28,13 +30,13 @@ enum Kind {
 }
 
 /// Scratch space for [`BatchAdder::add_pairs`].
-struct BatchAdder<P: SWCurveConfig> {
+struct BatchAdder<P: Curve> {
     kinds: Vec<Kind>,
     denominators: Vec<P::BaseField>,
     prefix: Vec<P::BaseField>,
 }
 
-impl<P: SWCurveConfig> BatchAdder<P> {
+impl<P: Curve> BatchAdder<P> {
     fn new() -> Self {
         Self {
             kinds: Vec::new(),
@@ -70,7 +72,7 @@ impl<P: SWCurveConfig> BatchAdder<P> {
             self.kinds.push(kind);
             self.prefix.push(product);
             if kind != Kind::Done {
-                product *= denominator;
+                product = P::product(&product, &denominator);
             }
             self.denominators.push(denominator);
         }
@@ -81,17 +83,17 @@ impl<P: SWCurveConfig> BatchAdder<P> {
             if self.kinds[k] == Kind::Done {
                 continue;
             }
-            let inv_k = inverse * self.prefix[k];
-            inverse *= self.denominators[k];
+            let inv_k = P::product(&inverse, &self.prefix[k]);
+            inverse = P::product(&inverse, &self.denominators[k]);
             let (a, b) = (acc[k], add(k));
             let lambda = if self.kinds[k] == Kind::Double {
                 let xx = a.x.square();
-                (xx.double() + xx + P::COEFF_A) * inv_k
+                P::product(&(xx.double() + xx + P::COEFF_A), &inv_k)
             } else {
-                (b.y - a.y) * inv_k
+                P::product(&(b.y - a.y), &inv_k)
             };
             let x = lambda.square() - a.x - b.x;
-            let y = lambda * (a.x - x) - a.y;
+            let y = P::product(&lambda, &(a.x - x)) - a.y;
             acc[k] = Affine::new_unchecked(x, y);
         }
     }
@@ -162,7 +164,7 @@ impl Segments {
 /// `(Σ (k + 1)·buckets[k], Σ buckets[k])` of each run of buckets, the runs `lengths` long end
 /// to end: the runs' segments advance side by side, so that every run shares the rounds and
 /// their inversions.
-pub(crate) fn reduce_runs_batch_affine<P: SWCurveConfig>(
+pub(crate) fn reduce_runs_batch_affine<P: Curve>(
     buckets: &[Affine<P>],
     lengths: &[usize],
 ) -> Vec<(Projective<P>, Projective<P>)> {

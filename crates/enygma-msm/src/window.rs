@@ -7,7 +7,7 @@
 //! AVX-512 IFMA.
 
 use ark_ec::{
-    short_weierstrass::{Affine, Projective, SWCurveConfig},
+    short_weierstrass::{Affine, Projective},
     AffineRepr,
 };
 use ark_ff::Zero;
@@ -98,7 +98,7 @@ pub(crate) fn segment_sums<'a, P: Curve>(
 }
 
 /// The buckets of one window and the batch of additions waiting for their shared inversion.
-pub(crate) struct Window<P: SWCurveConfig, S: BucketStore<P>> {
+pub(crate) struct Window<P: Curve, S: BucketStore<P>> {
     store: S,
     /// Additions that could not be batched: an exceptional one (the bucket held the point or
     /// its negation), or one whose bucket was already in the batch while the queue was full.
@@ -115,7 +115,7 @@ pub(crate) struct Window<P: SWCurveConfig, S: BucketStore<P>> {
     queue_capacity: usize,
 }
 
-impl<P: SWCurveConfig, S: BucketStore<P>> Window<P, S> {
+impl<P: Curve, S: BucketStore<P>> Window<P, S> {
     /// A window over `store`'s buckets: bucket `k` takes magnitude `k + 1`.
     pub(crate) fn new(store: S) -> Self {
         let buckets = store.len();
