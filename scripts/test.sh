@@ -29,8 +29,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p enygma-prover --all-targets --features bench -- -D warnings
 
 # The integration tests spawn these binaries (debug profile; arkworks is optimised even there).
-step "debug build of the binaries"
-cargo build --workspace --bins
+# Built with the tests in one build: dependencies get the features the tests' dev-dependencies
+# add, so `cargo test` below finds every crate built instead of building the tree a second time.
+step "debug build of the binaries and tests"
+cargo build --workspace --bins --tests
 bin="${CARGO_TARGET_DIR:-$PWD/target}/debug"  # absolute: tests run from their crate directories
 export ENYGMA_SERVER_BIN="${ENYGMA_SERVER_BIN:-$bin/enygma-server}"
 
