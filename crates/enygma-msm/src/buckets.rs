@@ -155,7 +155,7 @@ impl<P: Curve> BucketStore<P> for AffineBuckets<P> {
             }
             let q = self.buckets[b];
             let lambda = P::product(&(point.y - q.y), &inv_i);
-            let x = lambda.square() - q.x - point.x;
+            let x = P::square(&lambda) - q.x - point.x;
             let y = P::product(&lambda, &(q.x - x)) - q.y;
             self.buckets[b] = Affine::new_unchecked(x, y);
         }

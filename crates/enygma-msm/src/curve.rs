@@ -2,7 +2,7 @@
 
 use ark_bn254::{g1, g2, Fr};
 use ark_ec::short_weierstrass::SWCurveConfig;
-use ark_ff::PrimeField;
+use ark_ff::{Field, PrimeField};
 
 #[cfg(target_arch = "x86_64")]
 use crate::ifma;
@@ -15,18 +15,35 @@ pub trait Curve: SWCurveConfig<ScalarField = Fr> {
     #[doc(hidden)]
     type Lanes: LaneField<Element = Self::BaseField>;
 
-    /// `a · b` in the base field as the scalar path's bucket additions compute it: arkworks'
-    /// product for Fq (assembly), [`crate::fq2::mul`] for Fq2.
+    /// `a · b` in the base field as the scalar path's bucket additions compute it, inlined
+    /// ([`crate::field`]).
     #[doc(hidden)]
     #[inline(always)]
     fn product(a: &Self::BaseField, b: &Self::BaseField) -> Self::BaseField {
         *a * b
+    }
+
+    /// `a²` in the base field, as [`Curve::product`].
+    #[doc(hidden)]
+    #[inline(always)]
+    fn square(a: &Self::BaseField) -> Self::BaseField {
+        a.square()
     }
 }
 
 impl Curve for g1::Config {
     #[cfg(target_arch = "x86_64")]
     type Lanes = ifma::Fq8;
+
+    #[inline(always)]
+    fn product(a: &Self::BaseField, b: &Self::BaseField) -> Self::BaseField {
+        crate::field::fq_mul(a, b)
+    }
+
+    #[inline(always)]
+    fn square(a: &Self::BaseField) -> Self::BaseField {
+        crate::field::fq_mul(a, a)
+    }
 }
 
 impl Curve for g2::Config {
@@ -35,7 +52,12 @@ impl Curve for g2::Config {
 
     #[inline(always)]
     fn product(a: &Self::BaseField, b: &Self::BaseField) -> Self::BaseField {
-        crate::fq2::mul(a, b)
+        crate::field::fq2_mul(a, b)
+    }
+
+    #[inline(always)]
+    fn square(a: &Self::BaseField) -> Self::BaseField {
+        crate::field::fq2_square(a)
     }
 }
 

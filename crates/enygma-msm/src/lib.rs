@@ -24,8 +24,8 @@
 //! The code is generic over a short-Weierstrass curve whose scalar field is BN254's `Fr`, so
 //! that G1 (over Fq) and G2 (over Fq2) share it: a G2 batch addition costs about three times a
 //! G1 one, but so does the mixed Jacobian addition it replaces, and the inversion it amortises
-//! is one Fq inversion plus a few products. On the scalar path a G2 addition's Fq2 products take
-//! three Fq products and two Montgomery reductions (`fq2`) instead of arkworks' four and two.
+//! is one Fq inversion plus a few products. On the scalar path the additions' products are
+//! inlined Montgomery products (`field`), Fq2's with three Fq products and two reductions.
 //!
 //! On x86_64 CPUs with AVX-512 IFMA the bucket additions run eight at a time in 52-bit radix
 //! ([`ifma`] for the field, `lanes` for the additions), chosen at run time
@@ -34,7 +34,7 @@
 
 mod buckets;
 mod curve;
-mod fq2;
+mod field;
 #[cfg(target_arch = "x86_64")]
 pub mod ifma;
 #[cfg(target_arch = "x86_64")]

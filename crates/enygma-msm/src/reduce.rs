@@ -92,7 +92,7 @@ impl<P: Curve> BatchAdder<P> {
             } else {
                 P::product(&(b.y - a.y), &inv_k)
             };
-            let x = lambda.square() - a.x - b.x;
+            let x = P::square(&lambda) - a.x - b.x;
             let y = P::product(&lambda, &(a.x - x)) - a.y;
             acc[k] = Affine::new_unchecked(x, y);
         }
