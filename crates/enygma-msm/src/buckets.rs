@@ -1,5 +1,6 @@
 //! Where a window's bucket sums live: the [`BucketStore`] a [`crate::window::Window`] fills,
-//! and [`AffineBuckets`], the store on arkworks' field arithmetic.
+//! and [`AffineBuckets`], the store on the scalar arithmetic (arkworks' field types, the
+//! products of [`crate::field`]).
 
 use ark_ec::{
     short_weierstrass::{Affine, Projective, SWCurveConfig},

@@ -64,7 +64,8 @@ impl Curve for g2::Config {
 /// The field arithmetic of the bucket additions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Arithmetic {
-    /// arkworks' 64-bit Montgomery arithmetic, one addition at a time.
+    /// 64-bit Montgomery arithmetic, one addition at a time (arkworks' field types, the
+    /// products inlined from `field`).
     Scalar,
     /// AVX-512 IFMA, eight additions at a time (x86_64 CPUs that have it).
     #[cfg(target_arch = "x86_64")]

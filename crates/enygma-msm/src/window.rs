@@ -3,7 +3,7 @@
 //! [`Window`] owns the scheduling: which addition joins the current batch, which waits in the
 //! queue because its bucket already has one, which spills to a Jacobian overflow. How the
 //! buckets are stored and a batch is computed belongs to a [`BucketStore`]: [`AffineBuckets`]
-//! on arkworks' field arithmetic, or `lanes::LaneBuckets` eight additions at a time with
+//! on the scalar arithmetic, or `lanes::LaneBuckets` eight additions at a time with
 //! AVX-512 IFMA.
 
 use ark_ec::{
