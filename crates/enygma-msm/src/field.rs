@@ -63,7 +63,7 @@ pub(crate) fn fq2_mul(a: &Fq2, b: &Fq2) -> Fq2 {
     Fq2::new(reduce(&c0), reduce(&c1))
 }
 
-/// `a² ` in Fq2, equal to arkworks' `a.square()`.
+/// `a²` in Fq2, equal to arkworks' `a.square()`.
 #[inline(always)]
 pub(crate) fn fq2_square(a: &Fq2) -> Fq2 {
     let c1 = fq_mul(&a.c0, &a.c1);
@@ -71,7 +71,7 @@ pub(crate) fn fq2_square(a: &Fq2) -> Fq2 {
 }
 
 /// `a · b` in Fq, equal to arkworks' `a * b`: for each limb of `b`, multiply and reduce by one
-/// limb (CIOS). The modulus' top limb is below `2⁶³ − 1`, so the running value needs no fifth
+/// limb (CIOS). The modulus' top limb is below `2⁶³ − 2`, so the running value needs no fifth
 /// limb (the no-carry shortcut).
 #[inline(always)]
 pub(crate) fn fq_mul(a: &Fq, b: &Fq) -> Fq {
@@ -178,6 +178,7 @@ fn reduce(t: &Wide) -> Fq {
         t[i + LIMBS] = adc(t[i + LIMBS], carry, &mut top_carry);
     }
     // Below 2p < 2²⁵⁵: the last carry is zero, and one subtraction of p at most.
+    debug_assert_eq!(top_carry, 0);
     canonical(std::array::from_fn(|i| t[LIMBS + i]))
 }
 
@@ -188,8 +189,8 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
-    /// 0, 1, 2, p − 2, p − 1 and the largest limb patterns below p: the extremes of every
-    /// carry and of the final subtraction.
+    /// 0, 1, 2, p − 2, p − 1, and p − 1 as the raw Montgomery form (the largest limbs an
+    /// operand can have): the extremes of every carry and of the final subtraction.
     fn edge_fq() -> Vec<Fq> {
         let minus_one = -Fq::ONE;
         let mut top = <FqConfig as MontConfig<LIMBS>>::MODULUS;
@@ -200,7 +201,6 @@ mod tests {
             Fq::ONE.double(),
             minus_one - Fq::ONE,
             minus_one,
-            // p − 1 as a Montgomery representation: every limb of the operand at its largest.
             Fq::new_unchecked(top),
         ]
     }
