@@ -1,54 +1,31 @@
 #!/usr/bin/env python3
 """Rewrites the charts of a results directory smaller, drawing the same picture.
 
-The load generator's charts (plotters' SVG backend) draw every grid line as an element of its
-own, one per line of the file: more than half the bytes of benches/results/. Here each run of
-consecutive `<line>` elements with the same opacity, stroke and width becomes one `<path>` of
-their segments (`M x1 y1 L x2 y2 ...`), and nothing else changes. The one visible difference:
-where two grid lines of one run cross, the crossing is no darker than the lines (a path is
-painted once). Each polyline also drops the points that draw no pixel of their own: on the
-integer grid the charts use, a run of points in one column is drawn as the segment from its
-least to its greatest y, so only the run's first, least, greatest and last points are kept, in
-their order. And the attributes that say the default or repeat the root's go: `opacity="1"`, a
-text's `fill="#000000"`, a rectangle's `stroke="none"`,
-and every text's `font-family="sans-serif"` (set once on the root, whence it is inherited);
-font sizes keep two decimals (hundredths of a pixel). Consecutive polylines of the same
-attributes (the axes' ticks, the series' segments) become one path of their point lists.
-Usage: benches/compact_svg.py FILE.svg... (rewritten in place; prints the bytes
-saved)."""
+The load generator's charts (plotters' SVG backend) draw every grid line and every series
+segment as an element of its own, one per line of the file. Here:
+- each `<line>` is read as a two-point polyline, and each run of consecutive polylines with the
+  same attributes becomes one `<path>` of their point lists (`M x y L x y ...`). The one visible
+  difference: where two lines of one run cross, the crossing is no darker than the lines (a
+  path is painted once);
+- a polyline drops the points that draw no pixel of their own: on the integer grid the charts
+  use, a run of points in one column is drawn as the segment from its least to its greatest y,
+  so only the run's first, least, greatest and last points are kept, in their order;
+- attributes that say the default or repeat the root's go: `opacity="1"`, a text's
+  `fill="#000000"`, a rectangle's `stroke="none"`, and every text's `font-family="sans-serif"`
+  (set once on the root, whence it is inherited); font sizes keep two decimals.
+
+Usage: benches/compact_svg.py FILE.svg... (rewritten in place; prints the bytes saved)."""
 import re
 import sys
 
 LINE = re.compile(
-    r'<line opacity="([^"]*)" stroke="([^"]*)" stroke-width="([^"]*)" '
+    r'<line (opacity="[^"]*" stroke="[^"]*" stroke-width="[^"]*") '
     r'x1="([^"]*)" y1="([^"]*)" x2="([^"]*)" y2="([^"]*)"/>\n?'
 )
 
 
-def compact(text: str) -> str:
-    out, pos, run, attrs = [], 0, [], None
-
-    def flush():
-        if run:
-            d = "".join(f"M{x1} {y1}L{x2} {y2}" for x1, y1, x2, y2 in run)
-            op, stroke, width = attrs
-            out.append(f'<path opacity="{op}" stroke="{stroke}" stroke-width="{width}" fill="none" d="{d}"/>\n')
-            run.clear()
-
-    for m in LINE.finditer(text):
-        between = text[pos:m.start()]
-        if between:
-            flush()
-            out.append(between)
-        key = m.group(1, 2, 3)
-        if run and key != attrs:
-            flush()
-        attrs = key
-        run.append(m.group(4, 5, 6, 7))
-        pos = m.end()
-    flush()
-    out.append(text[pos:])
-    return "".join(out)
+def lines_as_polylines(text: str) -> str:
+    return LINE.sub(r'<polyline \1 fill="none" points="\2,\3 \4,\5"/>\n', text)
 
 
 POINTS = re.compile(r'(<polyline [^>]*points=")([^"]*)(")')
@@ -81,28 +58,30 @@ def thin_polylines(text: str) -> str:
     return POINTS.sub(lambda m: m.group(1) + column_extremes(m.group(2)) + m.group(3), text)
 
 
-POLYLINES = re.compile(r'(?:<polyline ([^>]*?) points="([^"]*)"/>\n)+')
+POLYLINES = re.compile(r'(?:<polyline [^>]*?points="[^"]*"/>\n)+')
 ONE_POLYLINE = re.compile(r'<polyline ([^>]*?) points="([^"]*)"/>\n')
 
 
 def merge_polylines(text: str) -> str:
+    """Each run of consecutive polylines with the same attributes as one path; a polyline with
+    no neighbour of its attributes stays as it is."""
+
     def merge(run: re.Match) -> str:
-        out, attrs, parts = [], None, []
-
-        def flush():
-            if parts:
-                out.append(f'<path {attrs} d="{"".join(parts)}"/>\n')
-                parts.clear()
-
+        groups = []  # [attributes, [point lists]] per run of equal attributes
         for m in ONE_POLYLINE.finditer(run.group(0)):
-            if m.group(1) != attrs:
-                flush()
-                attrs = m.group(1)
-            pts = m.group(2).split()
-            parts.append("M" + pts[0].replace(",", " ") + "".join("L" + p.replace(",", " ") for p in pts[1:]))
-        flush()
-        # A lone polyline stays as it was.
-        return run.group(0) if len(out) == len(ONE_POLYLINE.findall(run.group(0))) else "".join(out)
+            if not groups or groups[-1][0] != m.group(1):
+                groups.append([m.group(1), []])
+            groups[-1][1].append(m.group(2).split())
+        out = []
+        for attrs, lists in groups:
+            if len(lists) == 1:
+                out.append(f'<polyline {attrs} points="{" ".join(lists[0])}"/>\n')
+                continue
+            d = "".join(
+                "M" + "L".join(p.replace(",", " ") for p in points) for points in lists
+            )
+            out.append(f'<path {attrs} d="{d}"/>\n')
+        return "".join(out)
 
     return POLYLINES.sub(merge, text)
 
@@ -125,7 +104,7 @@ saved = 0
 for name in sys.argv[1:]:
     with open(name, encoding="utf-8") as f:
         text = f.read()
-    new = plain_attributes(merge_polylines(thin_polylines(compact(text))))
+    new = plain_attributes(merge_polylines(thin_polylines(lines_as_polylines(text))))
     if new != text:
         with open(name, "w", encoding="utf-8") as f:
             f.write(new)
