@@ -32,23 +32,7 @@ const INV: u64 = <FqConfig as MontConfig<LIMBS>>::INV;
 type Wide = [u64; 2 * LIMBS];
 
 /// `p²`, added to `a0·b0 − a1·b1` to keep it non-negative.
-const P_SQUARED: Wide = {
-    let mut r = [0u64; 2 * LIMBS];
-    let mut i = 0;
-    while i < LIMBS {
-        let mut carry = 0u64;
-        let mut j = 0;
-        while j < LIMBS {
-            let t = r[i + j] as u128 + P[i] as u128 * P[j] as u128 + carry as u128;
-            r[i + j] = t as u64;
-            carry = (t >> 64) as u64;
-            j += 1;
-        }
-        r[i + LIMBS] = carry;
-        i += 1;
-    }
-    r
-};
+const P_SQUARED: Wide = wide_product(&P, &P);
 
 /// `a · b` in Fq2, equal to arkworks' `a * b`.
 #[inline(always)]
@@ -121,7 +105,7 @@ fn sbb(a: u64, b: u64, borrow: &mut u64) -> u64 {
 
 /// `acc + a·b + carry`, the high word out in `carry`.
 #[inline(always)]
-fn mac(acc: u64, a: u64, b: u64, carry: &mut u64) -> u64 {
+const fn mac(acc: u64, a: u64, b: u64, carry: &mut u64) -> u64 {
     let t = acc as u128 + a as u128 * b as u128 + *carry as u128;
     *carry = (t >> 64) as u64;
     t as u64
@@ -134,15 +118,20 @@ fn add(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> [u64; LIMBS] {
     std::array::from_fn(|i| adc(a[i], b[i], &mut carry))
 }
 
+/// `a · b`, all 512 bits (schoolbook; `const` for [`P_SQUARED`], hence the `while` loops).
 #[inline(always)]
-fn wide_product(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> Wide {
+const fn wide_product(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> Wide {
     let mut r = [0u64; 2 * LIMBS];
-    for i in 0..LIMBS {
+    let mut i = 0;
+    while i < LIMBS {
         let mut carry = 0;
-        for j in 0..LIMBS {
+        let mut j = 0;
+        while j < LIMBS {
             r[i + j] = mac(r[i + j], a[i], b[j], &mut carry);
+            j += 1;
         }
         r[i + LIMBS] = carry;
+        i += 1;
     }
     r
 }
