@@ -20,9 +20,20 @@
 //! returns a value below `2p`, so one conditional subtraction makes it canonical. Inputs are
 //! canonical (`< p`, arkworks' invariant), so `a0 + a1 < 2p < 2²⁵⁵` needs no reduction either.
 //! A square takes two products ([`fq2_square`]: `(a0 + a1)(a0 − a1)` and `2·a0·a1`).
+//!
+//! **Assembly.** Where the build enables BMI2 and ADX (x86-64, `.cargo/config.toml`), the
+//! products and reductions are [`adx`]'s: the same algorithms with two carry chains at once, a
+//! fifth less time per Fq product than the portable Rust on an AMD EPYC Zen 3.
 
 use ark_bn254::{Fq, Fq2, FqConfig};
 use ark_ff::{BigInt, MontConfig};
+
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "bmi2",
+    target_feature = "adx"
+))]
+mod adx;
 
 const LIMBS: usize = 4;
 const P: [u64; LIMBS] = <FqConfig as MontConfig<LIMBS>>::MODULUS.0;
@@ -32,7 +43,11 @@ const INV: u64 = <FqConfig as MontConfig<LIMBS>>::INV;
 type Wide = [u64; 2 * LIMBS];
 
 /// `p²`, added to `a0·b0 − a1·b1` to keep it non-negative.
-const P_SQUARED: Wide = wide_product(&P, &P);
+const P_SQUARED: Wide = wide_product_portable(&P, &P);
+
+/// The modulus' limbs and `−p⁻¹ mod 2⁶⁴`, where the assembly reads them.
+type Modulus = [u64; LIMBS + 1];
+static FQ_MODULUS: Modulus = [P[0], P[1], P[2], P[3], INV];
 
 /// `a · b` in Fq2, equal to arkworks' `a * b`.
 #[inline(always)]
@@ -54,11 +69,26 @@ pub(crate) fn fq2_square(a: &Fq2) -> Fq2 {
     Fq2::new(fq_mul(&(a.c0 + a.c1), &(a.c0 - a.c1)), c1 + c1)
 }
 
-/// `a · b` in Fq, equal to arkworks' `a * b`: for each limb of `b`, multiply and reduce by one
-/// limb (CIOS). The modulus' top limb is below `2⁶³ − 2`, so the running value needs no fifth
-/// limb (the no-carry shortcut).
+/// `a · b` in Fq, equal to arkworks' `a * b`.
 #[inline(always)]
 pub(crate) fn fq_mul(a: &Fq, b: &Fq) -> Fq {
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "bmi2",
+        target_feature = "adx"
+    ))]
+    return canonical(adx::mont_mul(&a.0 .0, &b.0 .0, &FQ_MODULUS));
+    #[allow(unreachable_code)]
+    fq_mul_portable(a, b)
+}
+
+/// [`fq_mul`] in portable Rust: for each limb of `b`, multiply and reduce by one limb (CIOS).
+/// The modulus' top limb is below `2⁶³ − 2`, so the running value needs no fifth limb (the
+/// no-carry shortcut, which [`adx::mont_mul`] takes too).
+#[inline(always)]
+// Where the assembly serves, only the tests call it.
+#[cfg_attr(not(test), allow(dead_code))]
+fn fq_mul_portable(a: &Fq, b: &Fq) -> Fq {
     const { assert!(P[LIMBS - 1] < u64::MAX / 2 - 1) };
     let (a, b) = (&a.0 .0, &b.0 .0);
     let mut t = [0u64; LIMBS];
@@ -118,9 +148,23 @@ fn add(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> [u64; LIMBS] {
     std::array::from_fn(|i| adc(a[i], b[i], &mut carry))
 }
 
-/// `a · b`, all 512 bits (schoolbook; `const` for [`P_SQUARED`], hence the `while` loops).
+/// `a · b`, all 512 bits.
 #[inline(always)]
-const fn wide_product(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> Wide {
+fn wide_product(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> Wide {
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "bmi2",
+        target_feature = "adx"
+    ))]
+    return adx::wide_product(a, b);
+    #[allow(unreachable_code)]
+    wide_product_portable(a, b)
+}
+
+/// [`wide_product`] in portable Rust (schoolbook; `const` for [`P_SQUARED`], hence the `while`
+/// loops).
+#[inline(always)]
+const fn wide_product_portable(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> Wide {
     let mut r = [0u64; 2 * LIMBS];
     let mut i = 0;
     while i < LIMBS {
@@ -150,10 +194,25 @@ fn wide_sub(a: &Wide, b: &Wide) -> Wide {
     std::array::from_fn(|i| sbb(a[i], b[i], &mut borrow))
 }
 
-/// `t · 2⁻²⁵⁶ mod p`, canonical, for `t < p·2²⁵⁶`: Montgomery's reduction one limb at a time,
-/// the carries of each round's top limb chained into the next.
+/// `t · 2⁻²⁵⁶ mod p`, canonical, for `t < p·2²⁵⁶`.
 #[inline(always)]
 fn reduce(t: &Wide) -> Fq {
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "bmi2",
+        target_feature = "adx"
+    ))]
+    return canonical(adx::reduce(t, &FQ_MODULUS));
+    #[allow(unreachable_code)]
+    reduce_portable(t)
+}
+
+/// [`reduce`] in portable Rust: Montgomery's reduction one limb at a time, the carries of each
+/// round's top limb chained into the next.
+#[inline(always)]
+// Where the assembly serves, only the tests call it.
+#[cfg_attr(not(test), allow(dead_code))]
+fn reduce_portable(t: &Wide) -> Fq {
     let mut t = *t;
     let mut top_carry = 0;
     for i in 0..LIMBS {
@@ -200,11 +259,58 @@ mod tests {
         for _ in 0..10_000 {
             let (a, b) = (Fq::rand(&mut rng), Fq::rand(&mut rng));
             assert_eq!(fq_mul(&a, &b), a * b);
+            assert_eq!(fq_mul_portable(&a, &b), a * b);
         }
         for a in edge_fq() {
             for b in edge_fq() {
                 assert_eq!(fq_mul(&a, &b), a * b, "{a} · {b}");
+                assert_eq!(fq_mul_portable(&a, &b), a * b, "{a} · {b}, portable");
             }
+        }
+    }
+
+    /// The wide product and the reduction Fq2's product is made of, the assembly (where
+    /// compiled) against the portable Rust: every pair of edge limbs and random ones, and the
+    /// reduction's extremes (0, and `p·2²⁵⁶ − 1`, the largest input it is given a bound for).
+    #[test]
+    fn wide_product_and_reduction_agree_with_the_portable_ones() {
+        let mut rng = ChaCha20Rng::seed_from_u64(6);
+        let mut limbs: Vec<[u64; LIMBS]> = edge_fq().iter().map(|x| x.0 .0).collect();
+        limbs.extend([[u64::MAX; LIMBS], [0, 0, 0, u64::MAX], [u64::MAX, 0, 0, 0]]);
+        limbs.extend((0..200).map(|_| Fq::rand(&mut rng).0 .0));
+        for a in &limbs {
+            for b in &limbs {
+                assert_eq!(
+                    wide_product(a, b),
+                    wide_product_portable(a, b),
+                    "{a:?} · {b:?}"
+                );
+            }
+        }
+        // p·2²⁵⁶ − 1 = (p − 1)·2²⁵⁶ + (2²⁵⁶ − 1); p is odd, so p − 1 only clears its low bit.
+        let largest: Wide = [
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+            u64::MAX,
+            P[0] - 1,
+            P[1],
+            P[2],
+            P[3],
+        ];
+        let mut wides = vec![
+            [0u64; 2 * LIMBS],
+            P_SQUARED,
+            wide_add(&P_SQUARED, &P_SQUARED),
+            largest,
+        ];
+        // Products of canonical values (the first limbs are the edge elements, then random).
+        let canonical = || limbs.iter().filter(|l| BigInt(**l) < BigInt(P));
+        wides.extend(
+            canonical().flat_map(|a| canonical().take(20).map(|b| wide_product_portable(a, b))),
+        );
+        for t in &wides {
+            assert_eq!(reduce(t), reduce_portable(t), "{t:?}");
         }
     }
 
