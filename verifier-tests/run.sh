@@ -17,6 +17,7 @@
 #   MAKE_FIXTURES  command that writes fixtures into the directory given as its last argument
 #                  (default: cargo run -q -p enygma-cli -- verifier-fixtures
 #                  --keys-dir keys --sample verifier-tests/samples/transfer-k6.json)
+#   SKIP_NPM_CI=1  use the installed npm packages (the caller ran `npm ci` in verifier-tests/)
 #   WITH_TOY=1     also write the toy-circuit fixtures (enygma-verifier's make-fixtures example)
 #   SKIP_FIXTURES=1  do not generate, test what is already in FIXTURES_DIR
 #   KEYS_DIR       the keys the fixtures use and the committed exports are compared with
@@ -44,8 +45,13 @@ if [ "$node_major" -lt 20 ]; then
   exit 1
 fi
 
-echo "== npm ci (node $(node --version), npm $(npm --version))"
-(cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+# SKIP_NPM_CI=1: the caller has just run `npm ci` here (scripts/test.sh does, for its phase 1).
+if [ "${SKIP_NPM_CI:-0}" = 1 ] && [ -d "$here/node_modules" ]; then
+  echo "== npm packages installed by the caller (node $(node --version))"
+else
+  echo "== npm ci (node $(node --version), npm $(npm --version))"
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 
 if [ "${SKIP_FIXTURES:-0}" != 1 ]; then
   if [ "$fixtures" = "$default_fixtures" ]; then rm -rf "$fixtures"; fi
