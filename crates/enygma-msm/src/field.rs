@@ -46,8 +46,12 @@ type Wide = [u64; 2 * LIMBS];
 const P_SQUARED: Wide = wide_product_portable(&P, &P);
 
 /// The modulus' limbs and `−p⁻¹ mod 2⁶⁴`, where the assembly reads them.
-type Modulus = [u64; LIMBS + 1];
-static FQ_MODULUS: Modulus = [P[0], P[1], P[2], P[3], INV];
+#[cfg(all(
+    target_arch = "x86_64",
+    target_feature = "bmi2",
+    target_feature = "adx"
+))]
+static FQ_MODULUS: adx::Modulus = [P[0], P[1], P[2], P[3], INV];
 
 /// `a · b` in Fq2, equal to arkworks' `a * b`.
 #[inline(always)]

@@ -12,7 +12,8 @@
 //! high word into the next limb through ADCX; the two carries left at the end of a row go
 //! into its top limb.
 
-use super::Modulus;
+/// A modulus' four limbs and `−p⁻¹ mod 2⁶⁴`, in the order the assembly reads them.
+pub(super) type Modulus = [u64; 5];
 
 /// `a·b·2⁻²⁵⁶ mod p`, below `2p`: CIOS with the no-carry shortcut (the caller checks the
 /// modulus allows it). Each round adds `a·b_i` to the running value `t` (top limb `A`), then
