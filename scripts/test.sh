@@ -49,8 +49,10 @@ trap '[ -z "$phase1" ] || kill "$phase1" 2>/dev/null; rm -rf "$ceremony_dir"' EX
 bash scripts/ceremony.sh phase1-local 13 "$ceremony_dir/phase1.ptau" >"$ceremony_dir/phase1.log" 2>&1 &
 phase1=$!
 
+# Every target with tests (libraries, binaries, integration tests); the examples, which clippy
+# has checked above, are not built again, and no crate has documentation tests.
 step "Rust tests"
-cargo test --workspace
+cargo test --workspace --tests
 
 # The README's quick start, its marked blocks run against the debug server (seconds).
 step "README quick start"
@@ -65,7 +67,7 @@ step "waiting for the throw-away phase 1"
 wait "$phase1" || { cat "$ceremony_dir/phase1.log" >&2; echo "the throw-away phase 1 failed" >&2; exit 1; }
 phase1=""
 step "snarkjs and EVM verifiers"
-SKIP_NPM_CI=1 bash verifier-tests/run.sh
+SKIP_NPM_CI=1 ENYGMA="$bin/enygma" bash verifier-tests/run.sh
 # A two-contributor ceremony for ownership-721 on that phase 1, imported, proved through the server
 # with --require-ceremony-keys, verified by snarkjs and snarkjs' Solidity verifier in an EVM.
 step "mini ceremony"

@@ -15,8 +15,9 @@
 #                  is emptied first; a directory you name is not emptied).
 # environment:
 #   MAKE_FIXTURES  command that writes fixtures into the directory given as its last argument
-#                  (default: cargo run -q -p enygma-cli -- verifier-fixtures
+#                  (default: $ENYGMA, else cargo run -q -p enygma-cli --, verifier-fixtures
 #                  --keys-dir keys --sample verifier-tests/samples/transfer-k6.json)
+#   ENYGMA         the CLI binary (default: built by cargo from this checkout)
 #   SKIP_NPM_CI=1  use the installed npm packages (the caller ran `npm ci` in verifier-tests/)
 #   WITH_TOY=1     also write the toy-circuit fixtures (enygma-verifier's make-fixtures example)
 #   SKIP_FIXTURES=1  do not generate, test what is already in FIXTURES_DIR
@@ -33,7 +34,6 @@ default_fixtures="$here/fixtures"
 fixtures="${1:-$default_fixtures}"
 out="${OUT_DIR:-$here/out}"
 keys="$(cd "${KEYS_DIR:-$root/keys}" && pwd)"
-make_fixtures="${MAKE_FIXTURES:-cargo run -q -p enygma-cli -- verifier-fixtures --keys-dir $keys --sample $here/samples/transfer-k6.json}"
 make_toy_fixtures="cargo run -q -p enygma-verifier --example make-fixtures --"
 
 for tool in node npm; do
@@ -52,6 +52,13 @@ else
   echo "== npm ci (node $(node --version), npm $(npm --version))"
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# The CLI: ENYGMA when given (scripts/test.sh gives the one its workspace build made; `cargo run
+# -p enygma-cli` would build it again for that package's own feature set, minutes), else built
+# from this checkout by `cargo run`.
+fixtures_cli="cargo run -q -p enygma-cli --"
+[ -n "${ENYGMA:-}" ] && fixtures_cli="$ENYGMA"
+make_fixtures="${MAKE_FIXTURES:-$fixtures_cli verifier-fixtures --keys-dir $keys --sample $here/samples/transfer-k6.json}"
 
 if [ "${SKIP_FIXTURES:-0}" != 1 ]; then
   if [ "$fixtures" = "$default_fixtures" ]; then rm -rf "$fixtures"; fi
