@@ -35,6 +35,26 @@ use ark_ff::{BigInt, MontConfig};
 ))]
 mod adx;
 
+/// `$assembly` where [`adx`] is compiled in (x86-64 with BMI2 and ADX enabled at build time),
+/// else `$portable`: the one place that chooses between them.
+macro_rules! assembly_or_portable {
+    ($assembly:expr, $portable:expr) => {{
+        #[cfg(all(
+            target_arch = "x86_64",
+            target_feature = "bmi2",
+            target_feature = "adx"
+        ))]
+        let value = $assembly;
+        #[cfg(not(all(
+            target_arch = "x86_64",
+            target_feature = "bmi2",
+            target_feature = "adx"
+        )))]
+        let value = $portable;
+        value
+    }};
+}
+
 const LIMBS: usize = 4;
 const P: [u64; LIMBS] = <FqConfig as MontConfig<LIMBS>>::MODULUS.0;
 /// `−p⁻¹ mod 2⁶⁴`.
@@ -76,14 +96,10 @@ pub(crate) fn fq2_square(a: &Fq2) -> Fq2 {
 /// `a · b` in Fq, equal to arkworks' `a * b`.
 #[inline(always)]
 pub(crate) fn fq_mul(a: &Fq, b: &Fq) -> Fq {
-    #[cfg(all(
-        target_arch = "x86_64",
-        target_feature = "bmi2",
-        target_feature = "adx"
-    ))]
-    return canonical(adx::mont_mul(&a.0 .0, &b.0 .0, &FQ_MODULUS));
-    #[allow(unreachable_code)]
-    fq_mul_portable(a, b)
+    assembly_or_portable!(
+        canonical(adx::mont_mul(&a.0 .0, &b.0 .0, &FQ_MODULUS)),
+        fq_mul_portable(a, b)
+    )
 }
 
 /// [`fq_mul`] in portable Rust: for each limb of `b`, multiply and reduce by one limb (CIOS).
@@ -155,14 +171,7 @@ fn add(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> [u64; LIMBS] {
 /// `a · b`, all 512 bits.
 #[inline(always)]
 fn wide_product(a: &[u64; LIMBS], b: &[u64; LIMBS]) -> Wide {
-    #[cfg(all(
-        target_arch = "x86_64",
-        target_feature = "bmi2",
-        target_feature = "adx"
-    ))]
-    return adx::wide_product(a, b);
-    #[allow(unreachable_code)]
-    wide_product_portable(a, b)
+    assembly_or_portable!(adx::wide_product(a, b), wide_product_portable(a, b))
 }
 
 /// [`wide_product`] in portable Rust (schoolbook; `const` for [`P_SQUARED`], hence the `while`
@@ -201,14 +210,7 @@ fn wide_sub(a: &Wide, b: &Wide) -> Wide {
 /// `t · 2⁻²⁵⁶ mod p`, canonical, for `t < p·2²⁵⁶`.
 #[inline(always)]
 fn reduce(t: &Wide) -> Fq {
-    #[cfg(all(
-        target_arch = "x86_64",
-        target_feature = "bmi2",
-        target_feature = "adx"
-    ))]
-    return canonical(adx::reduce(t, &FQ_MODULUS));
-    #[allow(unreachable_code)]
-    reduce_portable(t)
+    assembly_or_portable!(canonical(adx::reduce(t, &FQ_MODULUS)), reduce_portable(t))
 }
 
 /// [`reduce`] in portable Rust: Montgomery's reduction one limb at a time, the carries of each
